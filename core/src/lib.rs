@@ -1,0 +1,24 @@
+//! superinfer-core: everything needed to run a GGUF language model, with no I/O, no threads
+//! and no CPU detection. Frontends (std-runtime, wasm) bring bytes, threads and `CpuFeatures`.
+//!
+//! Data flow: bytes -> [`gguf::GgufFile`] (zero-copy views) -> [`model::Weights`] ->
+//! [`model::State`] (scratch + KV cache) -> [`model::forward`] (through [`kernels::Kernels`])
+//! -> logits -> [`sampler`] -> token -> [`tokenizer`] -> text.
+#![no_std]
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod error;
+pub mod gguf;
+pub mod kernels;
+pub mod model;
+pub mod ops;
+pub mod parallel;
+pub mod quant;
+pub mod sampler;
+pub mod tokenizer;
+
+pub use error::{Error, Result};
