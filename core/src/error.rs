@@ -8,32 +8,64 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
     /// The input ended before `what` could be read (at byte `offset`).
-    Truncated { what: &'static str, offset: u64 },
+    Truncated {
+        what: &'static str,
+        offset: u64,
+    },
     /// Not a GGUF file.
-    BadMagic { found: u32 },
+    BadMagic {
+        found: u32,
+    },
     UnsupportedVersion(u32),
     /// A metadata value type id that GGUF does not define.
-    InvalidValueType { offset: u64, ty: u32 },
+    InvalidValueType {
+        offset: u64,
+        ty: u32,
+    },
     /// A tensor type id we do not know (or do not support).
-    UnknownTensorType { tensor: String, ty: u32 },
+    UnknownTensorType {
+        tensor: String,
+        ty: u32,
+    },
     /// A count or size that cannot be right for a file of this size (or overflows).
-    Absurd { what: &'static str, value: u64 },
+    Absurd {
+        what: &'static str,
+        value: u64,
+    },
     /// A string that is not UTF-8 where UTF-8 is required.
-    InvalidUtf8 { what: &'static str, offset: u64 },
+    InvalidUtf8 {
+        what: &'static str,
+        offset: u64,
+    },
     /// A tensor whose data does not lie inside the file, or is misaligned.
-    TensorOutOfBounds { tensor: String, offset: u64, size: u64, file_size: u64 },
+    TensorOutOfBounds {
+        tensor: String,
+        offset: u64,
+        size: u64,
+        file_size: u64,
+    },
     InvalidAlignment(u64),
     DuplicateKey(String),
     DuplicateTensor(String),
     MissingKey(String),
-    WrongType { key: String, expected: &'static str },
+    WrongType {
+        key: String,
+        expected: &'static str,
+    },
     UnknownArchitecture(String),
     MissingTensor(String),
-    ShapeMismatch { tensor: String, expected: String, found: String },
+    ShapeMismatch {
+        tensor: String,
+        expected: String,
+        found: String,
+    },
     UnsupportedModel(String),
     Tokenizer(String),
     /// More tokens than the context holds.
-    ContextOverflow { needed: usize, capacity: usize },
+    ContextOverflow {
+        needed: usize,
+        capacity: usize,
+    },
     InvalidArgument(String),
 }
 

@@ -107,7 +107,7 @@ impl GgmlType {
     /// the size overflows.
     pub fn bytes_for(self, n: u64) -> Option<u64> {
         let (bl, bb) = self.geometry();
-        if n % bl as u64 != 0 {
+        if !n.is_multiple_of(bl as u64) {
             return None;
         }
         (n / bl as u64).checked_mul(bb as u64)
@@ -152,7 +152,10 @@ impl GgmlType {
     }
 
     pub fn from_name(name: &str) -> Option<GgmlType> {
-        Self::ALL.iter().copied().find(|t| t.name().eq_ignore_ascii_case(name))
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
     }
 
     /// Types the engine can dequantize and compute with.
@@ -160,8 +163,20 @@ impl GgmlType {
         use GgmlType::*;
         matches!(
             self,
-            F32 | F16 | BF16 | Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | Q8_1 | Q2_K | Q3_K | Q4_K | Q5_K
-                | Q6_K | Q8_K
+            F32 | F16
+                | BF16
+                | Q4_0
+                | Q4_1
+                | Q5_0
+                | Q5_1
+                | Q8_0
+                | Q8_1
+                | Q2_K
+                | Q3_K
+                | Q4_K
+                | Q5_K
+                | Q6_K
+                | Q8_K
         )
     }
 }
