@@ -1,1 +1,14 @@
-//! Models.
+//! Models: a configuration read from GGUF metadata, borrowed weights, per-session state and
+//! one forward pass for the whole llama family.
+
+mod arch;
+mod config;
+mod state;
+mod transformer;
+mod weights;
+
+pub use arch::{Activation, Arch};
+pub use config::Config;
+pub use state::{KvCache, State};
+pub use transformer::forward;
+pub use weights::{Layer, Weights};

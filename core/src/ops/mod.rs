@@ -1,1 +1,10 @@
-//! Ops.
+//! The forward pass's operations, written once over the [`Kernels`](crate::kernels::Kernels)
+//! table and the [`Parallel`](crate::parallel::Parallel) executor.
+
+pub mod activation;
+pub mod attention;
+pub mod matmul;
+pub mod norm;
+pub mod rope;
+
+pub use matmul::{matvec, QMatrix};

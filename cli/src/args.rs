@@ -1,0 +1,103 @@
+//! Command-line flags (llama.cpp-familiar names).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "superinfer",
+    version,
+    about = "CPU-first LLM inference for GGUF models"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Generate text from a prompt.
+    Run(RunArgs),
+    /// Print the token ids of a text as a JSON array.
+    Tokenize(TokenizeArgs),
+    /// Print a model's architecture, hyperparameters and tensor types.
+    Info(InfoArgs),
+}
+
+#[derive(Args)]
+pub struct ModelArgs {
+    /// Path to a GGUF model file.
+    #[arg(short = 'm', long = "model")]
+    pub model: PathBuf,
+    /// Threads (default: all cores).
+    #[arg(short = 't', long = "threads", default_value_t = 0)]
+    pub threads: usize,
+    /// Force an instruction set (scalar, avx2, avx512, neon, simd128); also SUPERINFER_ISA.
+    #[arg(long = "isa")]
+    pub isa: Option<String>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Prompt text (special tokens written in it are parsed as special tokens).
+    #[arg(short = 'p', long = "prompt")]
+    pub prompt: String,
+    /// Tokens to generate (-1 = until end of generation or a full context).
+    #[arg(
+        short = 'n',
+        long = "n-predict",
+        default_value_t = 128,
+        allow_negative_numbers = true
+    )]
+    pub n_predict: i64,
+    /// Context size (0 = min(4096, trained context)).
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 0)]
+    pub ctx_size: usize,
+    /// Temperature; 0 = greedy.
+    #[arg(long = "temp", default_value_t = 0.8)]
+    pub temp: f32,
+    #[arg(long = "top-k", default_value_t = 40)]
+    pub top_k: usize,
+    #[arg(long = "top-p", default_value_t = 0.95)]
+    pub top_p: f32,
+    #[arg(long = "min-p", default_value_t = 0.05)]
+    pub min_p: f32,
+    #[arg(long = "repeat-penalty", default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    #[arg(long = "repeat-last-n", default_value_t = 64)]
+    pub repeat_last_n: usize,
+    #[arg(long = "frequency-penalty", default_value_t = 0.0)]
+    pub frequency_penalty: f32,
+    #[arg(long = "presence-penalty", default_value_t = 0.0)]
+    pub presence_penalty: f32,
+    /// RNG seed (default: random).
+    #[arg(short = 's', long = "seed")]
+    pub seed: Option<u64>,
+    /// Do not add BOS even if the model asks for it.
+    #[arg(long = "no-bos")]
+    pub no_bos: bool,
+}
+
+#[derive(Args)]
+pub struct TokenizeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[arg(short = 'p', long = "prompt")]
+    pub prompt: String,
+    /// Do not add BOS/EOS as the model's metadata asks.
+    #[arg(long = "no-bos")]
+    pub no_bos: bool,
+    /// Treat special-token text in the prompt as plain text.
+    #[arg(long = "no-parse-special")]
+    pub no_parse_special: bool,
+}
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// Path to a GGUF model file.
+    #[arg(short = 'm', long = "model")]
+    pub model: PathBuf,
+}

@@ -1,0 +1,43 @@
+pub mod info;
+pub mod run;
+pub mod tokenize;
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use superinfer_runtime::core::kernels::Isa;
+use superinfer_runtime::{Engine, EngineOptions};
+
+use crate::args::ModelArgs;
+
+/// Loads the model named by the flags, with a progress line on stderr.
+pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
+    let isa = match &m.isa {
+        None => None,
+        Some(s) => Some(Isa::from_name(s).ok_or_else(|| {
+            format!("--isa '{s}' is not one of scalar, avx2, avx512, neon, simd128")
+        })?),
+    };
+    let tty = std::io::stderr().is_terminal();
+    if tty {
+        eprint!("loading {} ...", m.model.display());
+    }
+    let t = Instant::now();
+    let engine = Engine::load(
+        &m.model,
+        &EngineOptions {
+            threads: m.threads,
+            isa,
+        },
+    )
+    .map_err(|e| {
+        if tty {
+            eprintln!();
+        }
+        e.to_string()
+    })?;
+    if tty {
+        eprintln!(" done in {:.2} s", t.elapsed().as_secs_f64());
+    }
+    Ok(engine)
+}

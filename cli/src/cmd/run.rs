@@ -1,0 +1,99 @@
+use std::io::Write;
+use std::ops::ControlFlow;
+
+use superinfer_runtime::core::sampler::{Sampler, SamplerConfig};
+use superinfer_runtime::SessionOptions;
+
+use crate::args::RunArgs;
+
+pub fn run(a: &RunArgs) -> Result<(), String> {
+    let cfg = SamplerConfig {
+        temperature: a.temp,
+        top_k: a.top_k,
+        top_p: a.top_p,
+        min_p: a.min_p,
+        repeat_penalty: a.repeat_penalty,
+        frequency_penalty: a.frequency_penalty,
+        presence_penalty: a.presence_penalty,
+        repeat_last_n: a.repeat_last_n,
+        seed: a.seed.unwrap_or_else(random_seed),
+    };
+    let mut sampler = Sampler::new(cfg).map_err(|e| e.to_string())?;
+    if a.n_predict < -1 {
+        return Err(format!(
+            "-n {} is invalid (use -1 for unlimited or a count >= 0)",
+            a.n_predict
+        ));
+    }
+
+    let engine = super::load_engine(&a.model)?;
+    let prompt = engine
+        .tokenizer()
+        .encode(&a.prompt, !a.no_bos, true)
+        .map_err(|e| e.to_string())?;
+    let mut session = engine
+        .session(&SessionOptions { n_ctx: a.ctx_size })
+        .map_err(|e| e.to_string())?;
+    if prompt.len() > session.n_ctx() {
+        return Err(format!(
+            "the prompt is {} tokens, longer than the context of {} tokens (raise -c, up to {})",
+            prompt.len(),
+            session.n_ctx(),
+            engine.config().n_ctx_train
+        ));
+    }
+    let max = if a.n_predict < 0 {
+        usize::MAX
+    } else {
+        a.n_predict as usize
+    };
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut write_err = None;
+    let stats = session
+        .generate(&prompt, max, &mut sampler, |ev| {
+            let r = out.write_all(ev.text.as_bytes()).and_then(|_| out.flush());
+            match r {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    write_err = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    let _ = writeln!(out);
+    if let Some(e) = write_err {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(format!("writing to stdout: {e}"));
+        }
+    }
+    let rate = |n: usize, t: std::time::Duration| {
+        if t.as_secs_f64() > 0.0 {
+            n as f64 / t.as_secs_f64()
+        } else {
+            0.0
+        }
+    };
+    eprintln!(
+        "\nload: {:.0} ms | prompt: {} tokens, {:.2} tok/s | generation: {} tokens, {:.2} tok/s | stop: {:?} | isa: {} | threads: {}",
+        engine.load_time().as_secs_f64() * 1e3,
+        stats.prompt_tokens,
+        rate(stats.prompt_tokens, stats.prompt_time),
+        stats.generated_tokens,
+        rate(stats.generated_tokens, stats.generate_time),
+        stats.stop,
+        engine.isa().name(),
+        engine.threads(),
+    );
+    Ok(())
+}
+
+fn random_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    (t as u64) ^ ((std::process::id() as u64) << 32)
+}

@@ -1,0 +1,39 @@
+//! `superinfer`: run GGUF language models on the CPU.
+
+mod args;
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // A bug must still end in one readable line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("error: internal error: {msg}{at} (please report this)");
+    }));
+
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Run(a) => cmd::run::run(&a),
+        args::Command::Tokenize(a) => cmd::tokenize::run(&a),
+        args::Command::Info(a) => cmd::info::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

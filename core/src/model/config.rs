@@ -1,0 +1,165 @@
+//! Hyperparameters read from GGUF metadata (and tensor shapes where the metadata is silent).
+
+use alloc::string::ToString;
+use alloc::vec::Vec;
+
+use super::arch::{Activation, Arch};
+use crate::error::{Error, Result};
+use crate::gguf::{keys, GgufFile};
+use crate::ops::rope::RopeStyle;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub arch: Arch,
+    pub n_vocab: usize,
+    pub n_embd: usize,
+    pub n_layer: usize,
+    /// Largest feed-forward width over the layers (per-layer widths come from the tensors).
+    pub n_ff: usize,
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim_k: usize,
+    pub head_dim_v: usize,
+    pub n_ctx_train: usize,
+    pub rms_eps: f32,
+    pub rope_style: RopeStyle,
+    /// Rotated dims per head.
+    pub n_rot: usize,
+    pub rope_base: f32,
+    pub rope_base_swa: f32,
+    /// 1/factor for linear RoPE scaling, else 1.
+    pub rope_freq_scale: f32,
+    pub activation: Activation,
+    /// Multiplier of the token embeddings (1, or sqrt(n_embd) for Gemma).
+    pub embed_scale: f32,
+    /// Multiplier of q·k.
+    pub attn_scale: f32,
+    pub attn_softcap: Option<f32>,
+    pub final_softcap: Option<f32>,
+    /// Window of the sliding-window layers (0 = none).
+    pub sliding_window: usize,
+    /// Per layer: does it use the sliding window?
+    pub swa_layers: Vec<bool>,
+}
+
+impl Config {
+    /// Reads the configuration; `n_vocab` comes from the embedding tensor.
+    pub fn from_gguf(f: &GgufFile<'_>) -> Result<Config> {
+        let arch_name = f.require_str(keys::GENERAL_ARCHITECTURE)?;
+        let arch = Arch::from_name(arch_name)?;
+        let key = |k: &str| keys::arch_key(arch_name, k);
+        let req = |k: &str| -> Result<usize> {
+            let v = f.require_u64(&key(k))?;
+            usize::try_from(v)
+                .ok()
+                .filter(|&v| v > 0 && v < 1 << 24)
+                .ok_or(Error::Absurd {
+                    what: "hyperparameter",
+                    value: v,
+                })
+        };
+        let opt =
+            |k: &str| -> Result<Option<usize>> { Ok(f.get_u64(&key(k))?.map(|v| v as usize)) };
+        let optf = |k: &str| -> Result<Option<f32>> { f.get_f32(&key(k)) };
+
+        let n_embd = req(keys::EMBEDDING_LENGTH)?;
+        let n_layer = req(keys::BLOCK_COUNT)?;
+        let n_head = req(keys::HEAD_COUNT)?;
+        let n_head_kv = match opt(keys::HEAD_COUNT_KV)? {
+            Some(0) | None => n_head,
+            Some(v) => v,
+        };
+        if n_head % n_head_kv != 0 {
+            return Err(Error::UnsupportedModel(alloc::format!(
+                "{n_head} query heads cannot be grouped over {n_head_kv} KV heads"
+            )));
+        }
+        let head_dim_k = opt(keys::KEY_LENGTH)?.unwrap_or(n_embd / n_head);
+        let head_dim_v = opt(keys::VALUE_LENGTH)?.unwrap_or(n_embd / n_head);
+        let n_ctx_train = opt(keys::CONTEXT_LENGTH)?.unwrap_or(2048);
+        let rms_eps = optf(keys::RMS_EPS)?.unwrap_or(1e-5);
+        let n_rot = opt(keys::ROPE_DIMENSION_COUNT)?.unwrap_or(head_dim_k);
+        if n_rot > head_dim_k || n_rot % 2 != 0 {
+            return Err(Error::UnsupportedModel(alloc::format!(
+                "rope dimension {n_rot} with head size {head_dim_k}"
+            )));
+        }
+        let rope_base = optf(keys::ROPE_FREQ_BASE)?.unwrap_or(10_000.0);
+        let rope_base_swa = optf("rope.freq_base_swa")?
+            .or(arch.default_rope_base_swa())
+            .unwrap_or(rope_base);
+        let rope_freq_scale = match f.get_str(&key(keys::ROPE_SCALING_TYPE))? {
+            None | Some("none") => 1.0,
+            Some("linear") => {
+                let factor = optf(keys::ROPE_SCALING_FACTOR)?.unwrap_or(1.0);
+                if factor > 0.0 {
+                    1.0 / factor
+                } else {
+                    1.0
+                }
+            }
+            Some(other) => {
+                return Err(Error::UnsupportedModel(alloc::format!(
+                    "rope scaling type '{other}'"
+                )));
+            }
+        };
+        let sliding_window = opt(keys::SLIDING_WINDOW)?.unwrap_or(0);
+        let swa_layers = if sliding_window == 0 {
+            alloc::vec![false; n_layer]
+        } else {
+            match arch.default_swa_period() {
+                Some(period) => (0..n_layer).map(|il| il % period < period - 1).collect(),
+                // a window with no known layer pattern applies to every layer (mistral v0.1)
+                None => alloc::vec![true; n_layer],
+            }
+        };
+        let softcap = |k: &str| -> Result<Option<f32>> { Ok(optf(k)?.filter(|&c| c > 0.0)) };
+
+        let n_vocab = f
+            .tensor("token_embd.weight")
+            .ok_or_else(|| Error::MissingTensor("token_embd.weight".to_string()))?
+            .dims
+            .get(1)
+            .copied()
+            .unwrap_or(0) as usize;
+
+        Ok(Config {
+            arch,
+            n_vocab,
+            n_embd,
+            n_layer,
+            n_ff: opt(keys::FEED_FORWARD_LENGTH)?.unwrap_or(0),
+            n_head,
+            n_head_kv,
+            head_dim_k,
+            head_dim_v,
+            n_ctx_train,
+            rms_eps,
+            rope_style: arch.rope_style(),
+            n_rot,
+            rope_base,
+            rope_base_swa,
+            rope_freq_scale,
+            activation: arch.activation(),
+            embed_scale: if arch.scales_embeddings() {
+                libm::sqrtf(n_embd as f32)
+            } else {
+                1.0
+            },
+            attn_scale: 1.0 / libm::sqrtf(head_dim_k as f32),
+            attn_softcap: softcap(keys::ATTN_LOGIT_SOFTCAP)?,
+            final_softcap: softcap(keys::FINAL_LOGIT_SOFTCAP)?,
+            sliding_window,
+            swa_layers,
+        })
+    }
+
+    /// Number of parameters stored per KV-cache position in one layer (K and V).
+    pub fn kv_row(&self) -> (usize, usize) {
+        (
+            self.n_head_kv * self.head_dim_k,
+            self.n_head_kv * self.head_dim_v,
+        )
+    }
+}

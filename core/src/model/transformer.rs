@@ -1,0 +1,195 @@
+//! The one decoder forward pass for the llama family. Every architecture difference is a
+//! switch in [`Config`](super::Config) or the presence of an optional tensor:
+//!
+//! ```text
+//! x = embed(token) * embed_scale
+//! for each layer:
+//!     h = rmsnorm(x) ; q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv)
+//!     q,k = per-head rmsnorm (qk-norm) ; rope(q, k) ; append k,v to the cache
+//!     a = attention(q, cache[window]) ; a = Wo a ; a = rmsnorm(a) (post-norm)
+//!     x = x + a
+//!     h = rmsnorm(x) ; f = down(act(gate h) * up h) ; f = rmsnorm(f) (post-norm)
+//!     x = x + f
+//! logits = output(rmsnorm(x)) (softcapped)
+//! ```
+
+use super::arch::Activation;
+use super::state::State;
+use super::weights::{Layer, Weights};
+use crate::error::{Error, Result};
+use crate::kernels::Kernels;
+use crate::ops::attention::{attend, AttnShape};
+use crate::ops::matmul::matvec_f32;
+use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
+use crate::ops::{activation, rope};
+use crate::parallel::Parallel;
+
+use half::f16;
+
+/// Runs one token at position `pos` (the cache must hold positions `0..pos`). When
+/// `want_logits` is false the LM head is skipped (prompt tokens before the last).
+pub fn forward(
+    w: &Weights<'_>,
+    st: &mut State,
+    k: &Kernels,
+    par: &dyn Parallel,
+    token: u32,
+    pos: usize,
+    want_logits: bool,
+) -> Result<()> {
+    let c = &w.config;
+    if token as usize >= c.n_vocab {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "token id {token} is outside the vocabulary ({})",
+            c.n_vocab
+        )));
+    }
+    if pos >= st.n_ctx() {
+        return Err(Error::ContextOverflow {
+            needed: pos + 1,
+            capacity: st.n_ctx(),
+        });
+    }
+
+    w.token_embd.dequantize_row(token as usize, &mut st.x)?;
+    if c.embed_scale != 1.0 {
+        st.x.iter_mut().for_each(|v| *v *= c.embed_scale);
+    }
+
+    for (il, layer) in w.layers.iter().enumerate() {
+        attention_block(w, st, k, par, il, layer, pos)?;
+        ffn_block(w, st, k, par, layer)?;
+    }
+
+    if want_logits {
+        rmsnorm(&mut st.xb, &st.x, &w.output_norm, c.rms_eps);
+        matvec_f32(k, par, &w.output, &st.xb, &mut st.act, &mut st.logits)?;
+        if let Some(cap) = c.final_softcap {
+            st.logits
+                .iter_mut()
+                .for_each(|l| *l = cap * libm::tanhf(*l / cap));
+        }
+    }
+    Ok(())
+}
+
+fn add_bias(x: &mut [f32], b: &Option<alloc::borrow::Cow<'_, [f32]>>) {
+    if let Some(b) = b {
+        x.iter_mut().zip(b.iter()).for_each(|(x, b)| *x += b);
+    }
+}
+
+fn attention_block(
+    w: &Weights<'_>,
+    st: &mut State,
+    k: &Kernels,
+    par: &dyn Parallel,
+    il: usize,
+    l: &Layer<'_>,
+    pos: usize,
+) -> Result<()> {
+    let c = &w.config;
+    rmsnorm(&mut st.xb, &st.x, &l.attn_norm, c.rms_eps);
+    matvec_f32(k, par, &l.wq, &st.xb, &mut st.act, &mut st.q)?;
+    matvec_f32(k, par, &l.wk, &st.xb, &mut st.act, &mut st.k)?;
+    matvec_f32(k, par, &l.wv, &st.xb, &mut st.act, &mut st.v)?;
+    add_bias(&mut st.q, &l.bq);
+    add_bias(&mut st.k, &l.bk);
+    add_bias(&mut st.v, &l.bv);
+    if let Some(n) = &l.q_norm {
+        st.q.chunks_exact_mut(c.head_dim_k)
+            .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
+    }
+    if let Some(n) = &l.k_norm {
+        st.k.chunks_exact_mut(c.head_dim_k)
+            .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
+    }
+
+    let swa = c.swa_layers[il];
+    let base = if swa { c.rope_base_swa } else { c.rope_base };
+    let freq_scale = if swa { 1.0 } else { c.rope_freq_scale };
+    rope::rope_cache(
+        pos,
+        c.n_rot,
+        base,
+        freq_scale,
+        w.rope_freqs.as_deref(),
+        &mut st.rope_cos,
+        &mut st.rope_sin,
+    );
+    let table = rope::RopeTable {
+        cos: &st.rope_cos,
+        sin: &st.rope_sin,
+    };
+    rope::apply(&mut st.q, c.head_dim_k, c.rope_style, &table);
+    rope::apply(&mut st.k, c.head_dim_k, c.rope_style, &table);
+
+    let (k_row, v_row) = c.kv_row();
+    let kc = &mut st.kv.k[il][pos * k_row..(pos + 1) * k_row];
+    kc.iter_mut()
+        .zip(&st.k)
+        .for_each(|(d, &s)| *d = f16::from_f32(s));
+    let vc = &mut st.kv.v[il][pos * v_row..(pos + 1) * v_row];
+    vc.iter_mut()
+        .zip(&st.v)
+        .for_each(|(d, &s)| *d = f16::from_f32(s));
+
+    // A sliding-window layer sees the last `sliding_window` positions (llama.cpp: masked
+    // when pos - p >= n_swa).
+    let t_start = if swa && c.sliding_window > 0 {
+        (pos + 1).saturating_sub(c.sliding_window)
+    } else {
+        0
+    };
+    let shape = AttnShape {
+        n_head: c.n_head,
+        n_head_kv: c.n_head_kv,
+        head_dim_k: c.head_dim_k,
+        head_dim_v: c.head_dim_v,
+    };
+    attend(
+        &mut st.attn,
+        &mut st.q,
+        &st.kv.k[il],
+        &st.kv.v[il],
+        shape,
+        t_start,
+        pos + 1,
+        c.attn_scale,
+        c.attn_softcap,
+        &mut st.scores,
+    );
+
+    matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
+    add_bias(&mut st.xb2, &l.bo);
+    if let Some(n) = &l.post_attn_norm {
+        rmsnorm_inplace(&mut st.xb2, n, c.rms_eps);
+    }
+    st.x.iter_mut().zip(&st.xb2).for_each(|(x, a)| *x += a);
+    Ok(())
+}
+
+fn ffn_block(
+    w: &Weights<'_>,
+    st: &mut State,
+    k: &Kernels,
+    par: &dyn Parallel,
+    l: &Layer<'_>,
+) -> Result<()> {
+    let c = &w.config;
+    let n_ff = l.up.rows;
+    rmsnorm(&mut st.xb, &st.x, &l.ffn_norm, c.rms_eps);
+    let (hb, hb2) = (&mut st.hb[..n_ff], &mut st.hb2[..n_ff]);
+    matvec_f32(k, par, &l.gate, &st.xb, &mut st.act, hb)?;
+    matvec_f32(k, par, &l.up, &st.xb, &mut st.act, hb2)?;
+    match c.activation {
+        Activation::Silu => activation::swiglu(hb, hb2),
+        Activation::Gelu => activation::geglu(hb, hb2),
+    }
+    matvec_f32(k, par, &l.down, hb, &mut st.act, &mut st.xb2)?;
+    if let Some(n) = &l.post_ffn_norm {
+        rmsnorm_inplace(&mut st.xb2, n, c.rms_eps);
+    }
+    st.x.iter_mut().zip(&st.xb2).for_each(|(x, f)| *x += f);
+    Ok(())
+}

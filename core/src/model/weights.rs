@@ -1,0 +1,199 @@
+//! Borrowed, shape-checked views of a model's tensors.
+
+use alloc::borrow::Cow;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::config::Config;
+use crate::error::{Error, Result};
+use crate::gguf::{dims_string, GgufFile, TensorInfo};
+use crate::kernels::Kernels;
+use crate::ops::QMatrix;
+use crate::quant::{self, GgmlType};
+
+/// One decoder block.
+pub struct Layer<'a> {
+    pub attn_norm: Cow<'a, [f32]>,
+    pub wq: QMatrix<'a>,
+    pub wk: QMatrix<'a>,
+    pub wv: QMatrix<'a>,
+    pub wo: QMatrix<'a>,
+    pub bq: Option<Cow<'a, [f32]>>,
+    pub bk: Option<Cow<'a, [f32]>>,
+    pub bv: Option<Cow<'a, [f32]>>,
+    pub bo: Option<Cow<'a, [f32]>>,
+    /// Per-head RMS norms of q and k (qwen3, gemma3).
+    pub q_norm: Option<Cow<'a, [f32]>>,
+    pub k_norm: Option<Cow<'a, [f32]>>,
+    /// Norms applied to the attention / FFN outputs before the residual add (gemma).
+    pub post_attn_norm: Option<Cow<'a, [f32]>>,
+    pub ffn_norm: Cow<'a, [f32]>,
+    pub gate: QMatrix<'a>,
+    pub up: QMatrix<'a>,
+    pub down: QMatrix<'a>,
+    pub post_ffn_norm: Option<Cow<'a, [f32]>>,
+}
+
+pub struct Weights<'a> {
+    pub config: Config,
+    pub token_embd: QMatrix<'a>,
+    pub output_norm: Cow<'a, [f32]>,
+    /// The LM head (the token embeddings when tied).
+    pub output: QMatrix<'a>,
+    pub rope_freqs: Option<Cow<'a, [f32]>>,
+    pub layers: Vec<Layer<'a>>,
+}
+
+impl<'a> Weights<'a> {
+    /// Binds every tensor the configuration needs, checking names, shapes and that the
+    /// kernels can compute with each type.
+    pub fn from_gguf(f: &GgufFile<'a>, kernels: &Kernels) -> Result<Weights<'a>> {
+        let c = Config::from_gguf(f)?;
+        let b = Binder { f, kernels };
+        let (k_row, v_row) = c.kv_row();
+        let q_dim = c.n_head * c.head_dim_k;
+        let o_dim = c.n_head * c.head_dim_v;
+
+        let token_embd = b.matrix("token_embd.weight", c.n_vocab, c.n_embd, false)?;
+        let output = match f.tensor("output.weight") {
+            Some(_) => b.matrix("output.weight", c.n_vocab, c.n_embd, true)?,
+            None => {
+                b.check_compute(token_embd.ty, "token_embd.weight")?;
+                token_embd
+            }
+        };
+        let output_norm = b.vector("output_norm.weight", c.n_embd)?;
+        let rope_freqs = b.opt_vector("rope_freqs.weight", c.n_rot / 2)?;
+
+        let mut layers = Vec::with_capacity(c.n_layer);
+        let mut n_ff_max = 0;
+        for il in 0..c.n_layer {
+            let n = |s: &str| alloc::format!("blk.{il}.{s}");
+            let n_ff = b
+                .require(&n("ffn_up.weight"))?
+                .dims
+                .get(1)
+                .copied()
+                .unwrap_or(0) as usize;
+            n_ff_max = n_ff_max.max(n_ff);
+            layers.push(Layer {
+                attn_norm: b.vector(&n("attn_norm.weight"), c.n_embd)?,
+                wq: b.matrix(&n("attn_q.weight"), q_dim, c.n_embd, true)?,
+                wk: b.matrix(&n("attn_k.weight"), k_row, c.n_embd, true)?,
+                wv: b.matrix(&n("attn_v.weight"), v_row, c.n_embd, true)?,
+                wo: b.matrix(&n("attn_output.weight"), c.n_embd, o_dim, true)?,
+                bq: b.opt_vector(&n("attn_q.bias"), q_dim)?,
+                bk: b.opt_vector(&n("attn_k.bias"), k_row)?,
+                bv: b.opt_vector(&n("attn_v.bias"), v_row)?,
+                bo: b.opt_vector(&n("attn_output.bias"), c.n_embd)?,
+                q_norm: b.opt_vector(&n("attn_q_norm.weight"), c.head_dim_k)?,
+                k_norm: b.opt_vector(&n("attn_k_norm.weight"), c.head_dim_k)?,
+                post_attn_norm: b.opt_vector(&n("post_attention_norm.weight"), c.n_embd)?,
+                ffn_norm: b.vector(&n("ffn_norm.weight"), c.n_embd)?,
+                gate: b.matrix(&n("ffn_gate.weight"), n_ff, c.n_embd, true)?,
+                up: b.matrix(&n("ffn_up.weight"), n_ff, c.n_embd, true)?,
+                down: b.matrix(&n("ffn_down.weight"), c.n_embd, n_ff, true)?,
+                post_ffn_norm: b.opt_vector(&n("post_ffw_norm.weight"), c.n_embd)?,
+            });
+        }
+        let mut config = c;
+        config.n_ff = n_ff_max;
+        Ok(Weights {
+            config,
+            token_embd,
+            output_norm,
+            output,
+            rope_freqs,
+            layers,
+        })
+    }
+
+    /// Total bytes of all weight matrices read per generated token (embedding row excluded).
+    pub fn bytes_per_token(&self) -> usize {
+        let mut n = self.output.data.len();
+        for l in &self.layers {
+            for m in [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down] {
+                n += m.data.len();
+            }
+        }
+        n
+    }
+}
+
+struct Binder<'f, 'a> {
+    f: &'f GgufFile<'a>,
+    kernels: &'f Kernels,
+}
+
+impl<'a> Binder<'_, 'a> {
+    fn require(&self, name: &str) -> Result<&TensorInfo<'a>> {
+        self.f
+            .tensor(name)
+            .ok_or_else(|| Error::MissingTensor(name.to_string()))
+    }
+
+    fn check_compute(&self, ty: GgmlType, name: &str) -> Result<()> {
+        if self.kernels.vec_dot(ty).is_none() {
+            return Err(Error::UnsupportedModel(alloc::format!(
+                "tensor '{name}' has type {ty}, which this build cannot compute with"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A `rows x cols` matrix; `compute` asks for a dot-product kernel (the embedding table
+    /// is only dequantized row by row).
+    fn matrix(&self, name: &str, rows: usize, cols: usize, compute: bool) -> Result<QMatrix<'a>> {
+        let t = self.require(name)?;
+        if t.dims != [cols as u64, rows as u64] {
+            return Err(shape_err(name, &[cols as u64, rows as u64], &t.dims));
+        }
+        if !t.ty.is_supported() {
+            return Err(Error::UnknownTensorType {
+                tensor: name.to_string(),
+                ty: t.ty.id(),
+            });
+        }
+        if compute {
+            self.check_compute(t.ty, name)?;
+        }
+        QMatrix::new(t.ty, rows, cols, self.f.tensor_data(t))
+    }
+
+    fn vector(&self, name: &str, len: usize) -> Result<Cow<'a, [f32]>> {
+        let t = self.require(name)?;
+        if t.n_elements() != len as u64
+            || t.dims.len() > 1 && t.dims.iter().skip(1).any(|&d| d != 1)
+        {
+            return Err(shape_err(name, &[len as u64], &t.dims));
+        }
+        let data = self.f.tensor_data(t);
+        if t.ty == GgmlType::F32 && cfg!(target_endian = "little") {
+            if let Ok(s) = bytemuck::try_cast_slice::<u8, f32>(data) {
+                return Ok(Cow::Borrowed(s));
+            }
+        }
+        let mut v = vec![0.0f32; len];
+        quant::dequantize_row(t.ty, data, &mut v).map_err(|_| Error::UnknownTensorType {
+            tensor: name.to_string(),
+            ty: t.ty.id(),
+        })?;
+        Ok(Cow::Owned(v))
+    }
+
+    fn opt_vector(&self, name: &str, len: usize) -> Result<Option<Cow<'a, [f32]>>> {
+        match self.f.tensor(name) {
+            Some(_) => self.vector(name, len).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+fn shape_err(name: &str, expected: &[u64], found: &[u64]) -> Error {
+    Error::ShapeMismatch {
+        tensor: String::from(name),
+        expected: dims_string(expected),
+        found: dims_string(found),
+    }
+}

@@ -1,0 +1,116 @@
+//! `Engine`: a loaded model (mapped weights, tokenizer, kernels, thread pool) that hands out
+//! `Session`s.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use superinfer_core::gguf::GgufFile;
+use superinfer_core::kernels::{self, Isa, Kernels};
+use superinfer_core::model::{Config, Weights};
+use superinfer_core::parallel::Parallel;
+use superinfer_core::tokenizer::Tokenizer;
+
+use crate::load::MappedFile;
+use crate::pool::ThreadPool;
+use crate::session::{Session, SessionOptions};
+use crate::{cpu, Error};
+
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// Worker threads (0 = all available cores).
+    pub threads: usize,
+    /// Force an instruction set instead of the best detected one.
+    pub isa: Option<Isa>,
+}
+
+pub struct Engine {
+    // Field order matters: `weights` borrows from `map` and must be dropped first.
+    weights: Weights<'static>,
+    tokenizer: Tokenizer,
+    kernels: Kernels,
+    pool: ThreadPool,
+    load_time: Duration,
+    file_size: usize,
+    _map: Arc<MappedFile>,
+}
+
+impl Engine {
+    /// Maps and validates a GGUF model.
+    pub fn load(path: &Path, opts: &EngineOptions) -> Result<Engine, Error> {
+        let start = Instant::now();
+        let map = Arc::new(MappedFile::open(path).map_err(Error::Io)?);
+        // SAFETY: the mapping is owned by `self._map` (an Arc that is never handed out
+        // mutably) and its address range is stable until it is dropped. `weights` and
+        // everything else borrowing from it are dropped before `_map` (field order), and
+        // no 'static reference escapes: accessors re-borrow from `&self`.
+        let bytes: &'static [u8] =
+            unsafe { std::mem::transmute::<&[u8], &'static [u8]>(map.bytes()) };
+        let file = GgufFile::parse(bytes).map_err(|e| Error::model(path, e))?;
+        let features = cpu::detect();
+        let isa = match opts.isa {
+            Some(i) => Some(i),
+            None => cpu::isa_from_env().map_err(Error::Usage)?,
+        };
+        let kernels = kernels::select(&features, isa).map_err(|e| Error::Usage(e.to_string()))?;
+        let weights = Weights::from_gguf(&file, &kernels).map_err(|e| Error::model(path, e))?;
+        let tokenizer = Tokenizer::from_gguf(&file).map_err(|e| Error::model(path, e))?;
+        let threads = if opts.threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            opts.threads
+        };
+        Ok(Engine {
+            weights,
+            tokenizer,
+            kernels,
+            pool: ThreadPool::new(threads),
+            load_time: start.elapsed(),
+            file_size: bytes.len(),
+            _map: map,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.weights.config
+    }
+
+    pub fn weights(&self) -> &Weights<'_> {
+        &self.weights
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn kernels(&self) -> &Kernels {
+        &self.kernels
+    }
+
+    pub fn isa(&self) -> Isa {
+        self.kernels.isa()
+    }
+
+    pub fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    pub fn parallel(&self) -> &dyn Parallel {
+        &self.pool
+    }
+
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// A new session with its own KV cache.
+    pub fn session(&self, opts: &SessionOptions) -> Result<Session<'_>, Error> {
+        Session::new(self, opts)
+    }
+}

@@ -1,0 +1,49 @@
+//! superinfer-runtime: the std frontend over `superinfer-core`. It maps model files, detects
+//! the CPU, owns the thread pool and exposes an `Engine` / `Session` API that streams tokens.
+
+pub mod cpu;
+mod engine;
+mod load;
+pub mod pool;
+mod session;
+
+use std::fmt;
+use std::path::Path;
+
+pub use engine::{Engine, EngineOptions};
+pub use load::MappedFile;
+pub use session::{GenerateStats, Session, SessionOptions, StopReason, TokenEvent};
+pub use superinfer_core as core;
+
+/// Errors of the runtime: core errors with the context of where they happened.
+#[derive(Debug)]
+pub enum Error {
+    Io(String),
+    Model {
+        path: String,
+        source: superinfer_core::Error,
+    },
+    Core(superinfer_core::Error),
+    Usage(String),
+}
+
+impl Error {
+    pub(crate) fn model(path: &Path, source: superinfer_core::Error) -> Error {
+        Error::Model {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(m) | Error::Usage(m) => f.write_str(m),
+            Error::Model { path, source } => write!(f, "{path}: {source}"),
+            Error::Core(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,41 @@
+//! Memory-mapping a GGUF file.
+
+use std::fs::File;
+use std::path::Path;
+
+use memmap2::Mmap;
+
+/// A read-only mapping of a model file.
+pub struct MappedFile {
+    map: Mmap,
+}
+
+impl MappedFile {
+    pub fn open(path: &Path) -> Result<MappedFile, String> {
+        let file =
+            File::open(path).map_err(|e| format!("cannot open model '{}': {e}", path.display()))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot stat '{}': {e}", path.display()))?;
+        if meta.is_dir() {
+            return Err(format!(
+                "'{}' is a directory, not a GGUF file",
+                path.display()
+            ));
+        }
+        // SAFETY: the mapping is read-only; as with every mmap-based loader, the file must not
+        // be truncated while it is in use (that would fault, not corrupt memory safety of
+        // our own data structures beyond what the OS guarantees).
+        let map = unsafe { Mmap::map(&file) }
+            .map_err(|e| format!("cannot map '{}': {e}", path.display()))?;
+        #[cfg(unix)]
+        {
+            let _ = map.advise(memmap2::Advice::WillNeed);
+        }
+        Ok(MappedFile { map })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}

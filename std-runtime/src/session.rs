@@ -1,0 +1,202 @@
+//! `Session`: one conversation's KV cache and token history over a shared `Engine`.
+
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use superinfer_core::model::{forward, State};
+use superinfer_core::sampler::Sampler;
+use superinfer_core::tokenizer::StreamDecoder;
+
+use crate::engine::Engine;
+use crate::Error;
+
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Context size in tokens; 0 = min(4096, the model's trained context).
+    pub n_ctx: usize,
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model produced an end-of-generation token.
+    EndOfGeneration,
+    /// `max_tokens` were generated.
+    Length,
+    /// The context is full.
+    ContextFull,
+    /// The callback asked to stop.
+    Cancelled,
+}
+
+#[derive(Debug, Clone)]
+pub struct GenerateStats {
+    pub prompt_tokens: usize,
+    pub prompt_time: Duration,
+    pub generated_tokens: usize,
+    pub generate_time: Duration,
+    pub stop: StopReason,
+}
+
+/// One generated token as handed to the streaming callback.
+pub struct TokenEvent<'a> {
+    pub id: u32,
+    /// The text this token completes (possibly empty while a UTF-8 character is split
+    /// across tokens).
+    pub text: &'a str,
+}
+
+pub struct Session<'e> {
+    engine: &'e Engine,
+    state: State,
+    tokens: Vec<u32>,
+}
+
+impl<'e> Session<'e> {
+    pub(crate) fn new(engine: &'e Engine, opts: &SessionOptions) -> Result<Session<'e>, Error> {
+        let c = engine.config();
+        let n_ctx = if opts.n_ctx == 0 {
+            c.n_ctx_train.min(4096)
+        } else {
+            opts.n_ctx
+        };
+        if n_ctx > c.n_ctx_train {
+            return Err(Error::Usage(format!(
+                "context size {n_ctx} exceeds the model's trained context of {} tokens",
+                c.n_ctx_train
+            )));
+        }
+        let state = State::new(c, n_ctx).map_err(Error::Core)?;
+        Ok(Session {
+            engine,
+            state,
+            tokens: Vec::new(),
+        })
+    }
+
+    pub fn n_ctx(&self) -> usize {
+        self.state.n_ctx()
+    }
+
+    /// Tokens evaluated so far.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Forgets the conversation (the cache is simply overwritten).
+    pub fn reset(&mut self) {
+        self.tokens.clear();
+    }
+
+    /// Logits after the last evaluated token.
+    pub fn logits(&self) -> &[f32] {
+        &self.state.logits
+    }
+
+    fn check_room(&self, n: usize) -> Result<(), Error> {
+        let needed = self.tokens.len() + n;
+        if needed > self.n_ctx() {
+            return Err(Error::Core(superinfer_core::Error::ContextOverflow {
+                needed,
+                capacity: self.n_ctx(),
+            }));
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, token: u32, want_logits: bool) -> Result<(), Error> {
+        let e = self.engine;
+        let pos = self.tokens.len();
+        forward(
+            e.weights(),
+            &mut self.state,
+            e.kernels(),
+            e.parallel(),
+            token,
+            pos,
+            want_logits,
+        )
+        .map_err(Error::Core)?;
+        self.tokens.push(token);
+        Ok(())
+    }
+
+    /// Evaluates `tokens` after the current history; afterwards `logits()` belongs to the last.
+    pub fn feed(&mut self, tokens: &[u32]) -> Result<(), Error> {
+        self.check_room(tokens.len())?;
+        for (i, &t) in tokens.iter().enumerate() {
+            self.step(t, i + 1 == tokens.len())?;
+        }
+        Ok(())
+    }
+
+    /// Teacher forcing: evaluates `tokens` and calls `f(i, logits)` after each one.
+    pub fn feed_each(
+        &mut self,
+        tokens: &[u32],
+        mut f: impl FnMut(usize, &[f32]),
+    ) -> Result<(), Error> {
+        self.check_room(tokens.len())?;
+        for (i, &t) in tokens.iter().enumerate() {
+            self.step(t, true)?;
+            f(i, &self.state.logits);
+        }
+        Ok(())
+    }
+
+    /// Evaluates `prompt`, then samples up to `max_tokens` tokens, streaming each to
+    /// `on_token` (which may stop generation by returning `ControlFlow::Break`).
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        max_tokens: usize,
+        sampler: &mut Sampler,
+        mut on_token: impl FnMut(TokenEvent<'_>) -> ControlFlow<()>,
+    ) -> Result<GenerateStats, Error> {
+        if prompt.is_empty() && self.tokens.is_empty() {
+            return Err(Error::Usage(
+                "the prompt is empty (no tokens to start from)".into(),
+            ));
+        }
+        let t0 = Instant::now();
+        self.feed(prompt)?;
+        let prompt_time = t0.elapsed();
+
+        let tok = self.engine.tokenizer();
+        let mut decoder = StreamDecoder::new(false);
+        let t1 = Instant::now();
+        let mut generated = 0;
+        let stop = loop {
+            if generated >= max_tokens {
+                break StopReason::Length;
+            }
+            let id = sampler.sample(&mut self.state.logits, &self.tokens);
+            generated += 1;
+            if tok.is_eog(id) {
+                break StopReason::EndOfGeneration;
+            }
+            let text = decoder.push(tok, id).unwrap_or_default();
+            if on_token(TokenEvent { id, text: &text }).is_break() {
+                break StopReason::Cancelled;
+            }
+            if self.tokens.len() >= self.n_ctx() {
+                break StopReason::ContextFull;
+            }
+            self.step(id, true)?;
+        };
+        let rest = decoder.flush();
+        if !rest.is_empty() {
+            let _ = on_token(TokenEvent {
+                id: u32::MAX,
+                text: &rest,
+            });
+        }
+        Ok(GenerateStats {
+            prompt_tokens: prompt.len(),
+            prompt_time,
+            generated_tokens: generated,
+            generate_time: t1.elapsed(),
+            stop,
+        })
+    }
+}
