@@ -7,22 +7,40 @@ use std::process::{Command, Output};
 use superinfer_tests::synth::{self, Spec};
 
 fn superinfer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_superinfer")).args(args).output().expect("run superinfer")
+    Command::new(env!("CARGO_BIN_EXE_superinfer"))
+        .args(args)
+        .output()
+        .expect("run superinfer")
 }
 
 fn model(tag: &str) -> PathBuf {
-    synth::write_temp(&Spec { n_layer: 1, ..Spec::llama() }, tag)
+    synth::write_temp(
+        &Spec {
+            n_layer: 1,
+            ..Spec::llama()
+        },
+        tag,
+    )
 }
 
 /// Asserts a failure with exactly one `error:` line on stderr and no panic.
 fn assert_clean_error(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure, got success; stderr: {stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "panic: {stderr}");
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "panic: {stderr}"
+    );
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "want one error line, got: {stderr}");
     assert!(lines[0].starts_with("error:"), "{stderr}");
-    assert!(lines[0].to_lowercase().contains(needle), "'{needle}' not in: {stderr}");
+    assert!(
+        lines[0].to_lowercase().contains(needle),
+        "'{needle}' not in: {stderr}"
+    );
 }
 
 fn write(path: &Path, bytes: &[u8]) {
@@ -64,7 +82,14 @@ fn corrupt_tensor_offset() {
 
 #[test]
 fn unknown_architecture() {
-    let p = synth::write_temp(&Spec { arch: "mamba9", n_layer: 1, ..Spec::llama() }, "unknown-arch");
+    let p = synth::write_temp(
+        &Spec {
+            arch: "mamba9",
+            n_layer: 1,
+            ..Spec::llama()
+        },
+        "unknown-arch",
+    );
     let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi"]);
     assert_clean_error(&out, "unknown model architecture 'mamba9'");
 }
@@ -73,7 +98,17 @@ fn unknown_architecture() {
 fn prompt_longer_than_context() {
     let p = model("ctx");
     let prompt = "word ".repeat(100);
-    let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", &prompt, "-c", "16", "-n", "4"]);
+    let out = superinfer(&[
+        "run",
+        "-m",
+        p.to_str().unwrap(),
+        "-p",
+        &prompt,
+        "-c",
+        "16",
+        "-n",
+        "4",
+    ]);
     assert_clean_error(&out, "context");
     // a context over the trained one is refused too
     let out = superinfer(&["run", "-m", p.to_str().unwrap(), "-p", "hi", "-c", "100000"]);
@@ -95,28 +130,60 @@ fn bad_flags() {
 fn tokenize_prints_json_ids() {
     let p = model("tok");
     let out = superinfer(&["tokenize", "-m", p.to_str().unwrap(), "-p", "the"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ids: Vec<u32> = serde_json_ids(&out.stdout);
     let (tokens, _, _) = synth::vocab();
     // BOS (add_bos_token = true) then the merged " the"-less "the" token
     assert_eq!(ids[0] as usize, tokens.len() - 2);
     assert_eq!(tokens[ids[1] as usize], "the");
     assert_eq!(ids.len(), 2);
-    let out = superinfer(&["tokenize", "-m", p.to_str().unwrap(), "-p", "the", "--no-bos"]);
+    let out = superinfer(&[
+        "tokenize",
+        "-m",
+        p.to_str().unwrap(),
+        "-p",
+        "the",
+        "--no-bos",
+    ]);
     assert_eq!(serde_json_ids(&out.stdout).len(), 1);
 }
 
 fn serde_json_ids(stdout: &[u8]) -> Vec<u32> {
     let s = String::from_utf8_lossy(stdout);
     let s = s.trim();
-    assert!(s.starts_with('[') && s.ends_with(']'), "not a JSON array: {s}");
-    s[1..s.len() - 1].split(',').filter(|x| !x.trim().is_empty()).map(|x| x.trim().parse().unwrap()).collect()
+    assert!(
+        s.starts_with('[') && s.ends_with(']'),
+        "not a JSON array: {s}"
+    );
+    s[1..s.len() - 1]
+        .split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|x| x.trim().parse().unwrap())
+        .collect()
 }
 
 #[test]
 fn run_generates_and_reports() {
     let p = model("run");
-    let args = ["run", "-m", p.to_str().unwrap(), "-p", "the", "-n", "8", "--temp", "0.9", "--seed", "7", "-t", "2"];
+    let args = [
+        "run",
+        "-m",
+        p.to_str().unwrap(),
+        "-p",
+        "the",
+        "-n",
+        "8",
+        "--temp",
+        "0.9",
+        "--seed",
+        "7",
+        "-t",
+        "2",
+    ];
     let a = superinfer(&args);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     let b = superinfer(&args);
@@ -131,5 +198,8 @@ fn info_describes_the_model() {
     let out = superinfer(&["info", "-m", p.to_str().unwrap()]);
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("architecture:  llama") && s.contains("n_layer:       1") && s.contains("Q8_0"), "{s}");
+    assert!(
+        s.contains("architecture:  llama") && s.contains("n_layer:       1") && s.contains("Q8_0"),
+        "{s}"
+    );
 }

@@ -9,15 +9,25 @@ use std::path::PathBuf;
 pub use superinfer_runtime as runtime;
 
 /// The real models the suite runs against: (fixture dir, file name, fetch-script name).
-pub const QWEN_05B: (&str, &str, &str) = ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct.gguf", "qwen2.5-0.5b");
-pub const GEMMA3_270M: (&str, &str, &str) = ("gemma-3-270m", "gemma-3-270m-q4_k_m.gguf", "gemma3-270m");
-pub const QWEN_15B: (&str, &str, &str) = ("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "qwen2.5-1.5b");
+pub const QWEN_05B: (&str, &str, &str) = (
+    "qwen2.5-coder-0.5b",
+    "qwen2.5-coder-0.5b-instruct.gguf",
+    "qwen2.5-0.5b",
+);
+pub const GEMMA3_270M: (&str, &str, &str) =
+    ("gemma-3-270m", "gemma-3-270m-q4_k_m.gguf", "gemma3-270m");
+pub const QWEN_15B: (&str, &str, &str) = (
+    "qwen2.5-coder-1.5b",
+    "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    "qwen2.5-1.5b",
+);
 
 /// `$SUPERINFER_MODELS`, else `~/.cache/superinfer/models`.
 pub fn models_dir() -> PathBuf {
     match std::env::var_os("SUPERINFER_MODELS") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/superinfer/models"),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+            .join(".cache/superinfer/models"),
     }
 }
 
@@ -45,12 +55,17 @@ pub fn require_model(model: (&str, &str, &str)) -> PathBuf {
 /// Parses a fixture JSON file of a model.
 pub fn fixture(model: (&str, &str, &str), file: &str) -> serde_json::Value {
     let p = fixtures_dir().join(model.0).join(file);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", p.display()));
+    let text = std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", p.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad fixture {}: {e}", p.display()))
 }
 
 pub fn ids(v: &serde_json::Value) -> Vec<u32> {
-    v.as_array().expect("id array").iter().map(|x| x.as_u64().expect("token id") as u32).collect()
+    v.as_array()
+        .expect("id array")
+        .iter()
+        .map(|x| x.as_u64().expect("token id") as u32)
+        .collect()
 }
 
 /// Log-softmax over the whole vocabulary, in f64.

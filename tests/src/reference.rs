@@ -14,7 +14,15 @@ struct Mat {
 
 impl Mat {
     fn mul(&self, x: &[f64]) -> Vec<f64> {
-        (0..self.rows).map(|r| self.w[r * self.cols..(r + 1) * self.cols].iter().zip(x).map(|(a, b)| a * b).sum()).collect()
+        (0..self.rows)
+            .map(|r| {
+                self.w[r * self.cols..(r + 1) * self.cols]
+                    .iter()
+                    .zip(x)
+                    .map(|(a, b)| a * b)
+                    .sum()
+            })
+            .collect()
     }
 }
 
@@ -24,7 +32,11 @@ fn load(f: &GgufFile<'_>, name: &str) -> Option<Mat> {
     let rows = t.n_elements() as usize / cols;
     let mut tmp = vec![0f32; rows * cols];
     quant::dequantize_row(t.ty, f.tensor_data(t), &mut tmp).unwrap();
-    Some(Mat { rows, cols, w: tmp.into_iter().map(f64::from).collect() })
+    Some(Mat {
+        rows,
+        cols,
+        w: tmp.into_iter().map(f64::from).collect(),
+    })
 }
 
 fn rmsnorm(x: &[f64], w: &Mat, eps: f64) -> Vec<f64> {
@@ -37,7 +49,11 @@ fn rope(x: &mut [f64], pos: usize, base: f64, neox: bool) {
     let d = x.len();
     for i in 0..d / 2 {
         let theta = pos as f64 * base.powf(-2.0 * i as f64 / d as f64);
-        let (a, b) = if neox { (i, i + d / 2) } else { (2 * i, 2 * i + 1) };
+        let (a, b) = if neox {
+            (i, i + d / 2)
+        } else {
+            (2 * i, 2 * i + 1)
+        };
         let (x0, x1) = (x[a], x[b]);
         x[a] = x0 * theta.cos() - x1 * theta.sin();
         x[b] = x0 * theta.sin() + x1 * theta.cos();
@@ -47,13 +63,31 @@ fn rope(x: &mut [f64], pos: usize, base: f64, neox: bool) {
 /// Logits after every token of `tokens`.
 pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
     let f = GgufFile::parse(bytes).unwrap();
-    let arch = f.get_str("general.architecture").unwrap().unwrap().to_string();
+    let arch = f
+        .get_str("general.architecture")
+        .unwrap()
+        .unwrap()
+        .to_string();
     let u = |k: &str| f.get_u64(&format!("{arch}.{k}")).unwrap().unwrap() as usize;
-    let (n_embd, n_layer, n_head, n_kv, hd) =
-        (u("embedding_length"), u("block_count"), u("attention.head_count"), u("attention.head_count_kv"), u("attention.key_length"));
-    let eps = f.get_f32(&format!("{arch}.attention.layer_norm_rms_epsilon")).unwrap().unwrap() as f64;
-    let base = f.get_f32(&format!("{arch}.rope.freq_base")).unwrap().unwrap() as f64;
-    let window = f.get_u64(&format!("{arch}.attention.sliding_window")).unwrap().unwrap_or(0) as usize;
+    let (n_embd, n_layer, n_head, n_kv, hd) = (
+        u("embedding_length"),
+        u("block_count"),
+        u("attention.head_count"),
+        u("attention.head_count_kv"),
+        u("attention.key_length"),
+    );
+    let eps = f
+        .get_f32(&format!("{arch}.attention.layer_norm_rms_epsilon"))
+        .unwrap()
+        .unwrap() as f64;
+    let base = f
+        .get_f32(&format!("{arch}.rope.freq_base"))
+        .unwrap()
+        .unwrap() as f64;
+    let window = f
+        .get_u64(&format!("{arch}.attention.sliding_window"))
+        .unwrap()
+        .unwrap_or(0) as usize;
     let gemma = arch == "gemma3";
     let neox = arch != "llama";
 
@@ -74,19 +108,31 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
         let l = |x: &str| load(&f, &format!("blk.{il}.{x}"));
         let swa = gemma && window > 0 && il % 6 < 5;
         let layer_base = if swa { 10000.0 } else { base };
-        let (wq, wk, wv, wo) = (l("attn_q.weight").unwrap(), l("attn_k.weight").unwrap(), l("attn_v.weight").unwrap(), l("attn_output.weight").unwrap());
+        let (wq, wk, wv, wo) = (
+            l("attn_q.weight").unwrap(),
+            l("attn_k.weight").unwrap(),
+            l("attn_v.weight").unwrap(),
+            l("attn_output.weight").unwrap(),
+        );
         let mut qs = Vec::new();
         let mut ks = Vec::new();
         let mut vs = Vec::new();
         for (p, x) in xs.iter().enumerate() {
             let h = rmsnorm(x, &l("attn_norm.weight").unwrap(), eps);
             let (mut q, mut k, mut v) = (wq.mul(&h), wk.mul(&h), wv.mul(&h));
-            for (t, b) in [(&mut q, "attn_q.bias"), (&mut k, "attn_k.bias"), (&mut v, "attn_v.bias")] {
+            for (t, b) in [
+                (&mut q, "attn_q.bias"),
+                (&mut k, "attn_k.bias"),
+                (&mut v, "attn_v.bias"),
+            ] {
                 if let Some(b) = l(b) {
                     t.iter_mut().zip(&b.w).for_each(|(a, b)| *a += b);
                 }
             }
-            for (t, nn) in [(&mut q, "attn_q_norm.weight"), (&mut k, "attn_k_norm.weight")] {
+            for (t, nn) in [
+                (&mut q, "attn_q_norm.weight"),
+                (&mut k, "attn_k_norm.weight"),
+            ] {
                 if let Some(nw) = l(nn) {
                     for head in t.chunks_mut(hd) {
                         let r = rmsnorm(head, &nw, eps);
@@ -104,10 +150,17 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
             let mut att = vec![0.0; n_head * hd];
             for h in 0..n_head {
                 let kvh = h / (n_head / n_kv);
-                let lo = if swa { (p + 1).saturating_sub(window) } else { 0 };
+                let lo = if swa {
+                    (p + 1).saturating_sub(window)
+                } else {
+                    0
+                };
                 let scores: Vec<f64> = (lo..=p)
                     .map(|t| {
-                        (0..hd).map(|i| qs[p][h * hd + i] * ks[t][kvh * hd + i]).sum::<f64>() / (hd as f64).sqrt()
+                        (0..hd)
+                            .map(|i| qs[p][h * hd + i] * ks[t][kvh * hd + i])
+                            .sum::<f64>()
+                            / (hd as f64).sqrt()
                     })
                     .collect();
                 let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -134,7 +187,11 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
                 .zip(&up)
                 .map(|(&g, &u)| {
                     let a = if gemma {
-                        0.5 * g * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (g + 0.044715 * g * g * g)).tanh())
+                        0.5 * g
+                            * (1.0
+                                + ((2.0 / std::f64::consts::PI).sqrt()
+                                    * (g + 0.044715 * g * g * g))
+                                    .tanh())
                     } else {
                         g / (1.0 + (-g).exp())
                     };
@@ -148,5 +205,7 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
             x.iter_mut().zip(&d).for_each(|(a, b)| *a += b);
         }
     }
-    xs.iter().map(|x| out.mul(&rmsnorm(x, &out_norm, eps))).collect()
+    xs.iter()
+        .map(|x| out.mul(&rmsnorm(x, &out_norm, eps)))
+        .collect()
 }

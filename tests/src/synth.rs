@@ -46,7 +46,11 @@ impl Spec {
     }
 
     pub fn qwen2() -> Spec {
-        Spec { arch: "qwen2", qkv_bias: true, ..Spec::llama() }
+        Spec {
+            arch: "qwen2",
+            qkv_bias: true,
+            ..Spec::llama()
+        }
     }
 
     pub fn gemma3() -> Spec {
@@ -85,7 +89,9 @@ impl Rng {
 
 /// GPT-2's byte → printable character mapping (the vocabulary's spelling of raw bytes).
 pub fn byte_char(b: u8) -> char {
-    let printable = |b: u8| (b'!'..=b'~').contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
+    let printable = |b: u8| {
+        (b'!'..=b'~').contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
+    };
     if printable(b) {
         return char::from(b);
     }
@@ -97,7 +103,14 @@ pub fn byte_char(b: u8) -> char {
 pub fn vocab() -> (Vec<String>, Vec<String>, Vec<i32>) {
     let mut tokens: Vec<String> = (0..=255u8).map(|b| byte_char(b).to_string()).collect();
     let sp = byte_char(b' ');
-    let merges_src = [("t", "h"), ("th", "e"), (&*sp.to_string(), "the"), ("i", "n"), ("a", "n"), ("e", "r")];
+    let merges_src = [
+        ("t", "h"),
+        ("th", "e"),
+        (&*sp.to_string(), "the"),
+        ("i", "n"),
+        ("a", "n"),
+        ("e", "r"),
+    ];
     let mut merges = Vec::new();
     for (a, b) in merges_src {
         merges.push(format!("{a} {b}"));
@@ -130,9 +143,15 @@ pub fn build(s: &Spec) -> Vec<u8> {
         .meta(k("block_count"), MetaValue::U32(s.n_layer as u32))
         .meta(k("feed_forward_length"), MetaValue::U32(s.n_ff as u32))
         .meta(k("attention.head_count"), MetaValue::U32(s.n_head as u32))
-        .meta(k("attention.head_count_kv"), MetaValue::U32(s.n_head_kv as u32))
+        .meta(
+            k("attention.head_count_kv"),
+            MetaValue::U32(s.n_head_kv as u32),
+        )
         .meta(k("attention.key_length"), MetaValue::U32(s.head_dim as u32))
-        .meta(k("attention.value_length"), MetaValue::U32(s.head_dim as u32))
+        .meta(
+            k("attention.value_length"),
+            MetaValue::U32(s.head_dim as u32),
+        )
         .meta(k("attention.layer_norm_rms_epsilon"), MetaValue::F32(1e-6))
         .meta(k("rope.freq_base"), MetaValue::F32(10000.0))
         .meta("tokenizer.ggml.model", MetaValue::String("gpt2".into()))
@@ -140,11 +159,20 @@ pub fn build(s: &Spec) -> Vec<u8> {
         .meta("tokenizer.ggml.tokens", MetaValue::strings(tokens))
         .meta("tokenizer.ggml.token_type", MetaValue::i32s(types))
         .meta("tokenizer.ggml.merges", MetaValue::strings(merges))
-        .meta("tokenizer.ggml.bos_token_id", MetaValue::U32(n_vocab as u32 - 2))
-        .meta("tokenizer.ggml.eos_token_id", MetaValue::U32(n_vocab as u32 - 1))
+        .meta(
+            "tokenizer.ggml.bos_token_id",
+            MetaValue::U32(n_vocab as u32 - 2),
+        )
+        .meta(
+            "tokenizer.ggml.eos_token_id",
+            MetaValue::U32(n_vocab as u32 - 1),
+        )
         .meta("tokenizer.ggml.add_bos_token", MetaValue::Bool(true));
     if s.sliding_window > 0 {
-        w.meta(k("attention.sliding_window"), MetaValue::U32(s.sliding_window as u32));
+        w.meta(
+            k("attention.sliding_window"),
+            MetaValue::U32(s.sliding_window as u32),
+        );
     }
 
     let mut matrix = |w: &mut GgufWriter, name: &str, rows: usize, cols: usize, ty: GgmlType| {
@@ -155,7 +183,8 @@ pub fn build(s: &Spec) -> Vec<u8> {
         for (r, out) in data.chunks_mut(row_bytes).enumerate() {
             quant::quantize_row(ty, &vals[r * cols..(r + 1) * cols], out).unwrap();
         }
-        w.tensor(name, &[cols as u64, rows as u64], ty, data).unwrap();
+        w.tensor(name, &[cols as u64, rows as u64], ty, data)
+            .unwrap();
     };
     let mut rng2 = Rng::new(s.seed ^ 0xABCD);
     let mut norm = |w: &mut GgufWriter, name: &str, n: usize| {
@@ -165,7 +194,13 @@ pub fn build(s: &Spec) -> Vec<u8> {
 
     let (q, kv) = (s.n_head * s.head_dim, s.n_head_kv * s.head_dim);
     let wt = s.weight_type;
-    matrix(&mut w, "token_embd.weight", n_vocab, s.n_embd, GgmlType::Q8_0);
+    matrix(
+        &mut w,
+        "token_embd.weight",
+        n_vocab,
+        s.n_embd,
+        GgmlType::Q8_0,
+    );
     norm(&mut w, "output_norm.weight", s.n_embd);
     if !s.tied {
         matrix(&mut w, "output.weight", n_vocab, s.n_embd, wt);

@@ -13,11 +13,20 @@ const TIE: f64 = 0.05;
 
 fn engine(model: (&str, &str, &str)) -> Engine {
     let path = require_model(model);
-    Engine::load(&path, &EngineOptions { threads: 2, isa: None }).unwrap_or_else(|e| panic!("{e}"))
+    Engine::load(
+        &path,
+        &EngineOptions {
+            threads: 2,
+            isa: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `positions[i] = {pos, top: [[id, logprob], ...]}`
 fn top(pos: &serde_json::Value) -> Vec<(u32, f64)> {
-    pos.as_array()
+    pos["top"]
+        .as_array()
         .unwrap()
         .iter()
         .map(|e| (e[0].as_u64().unwrap() as u32, e[1].as_f64().unwrap()))
@@ -30,13 +39,25 @@ fn tokenizer_matches_fixture(model: (&str, &str, &str)) {
     let mut n = 0;
     for case in fixture(model, "tokenize.json").as_array().unwrap() {
         let text = case["text"].as_str().unwrap();
-        assert_eq!(tok.encode(text, false, false).unwrap(), ids(&case["ids"]), "ids of {text:?}");
-        assert_eq!(tok.encode(text, true, false).unwrap(), ids(&case["ids_with_special"]), "ids_with_special of {text:?}");
+        assert_eq!(
+            tok.encode(text, false, false).unwrap(),
+            ids(&case["ids"]),
+            "ids of {text:?}"
+        );
+        assert_eq!(
+            tok.encode(text, true, false).unwrap(),
+            ids(&case["ids_with_special"]),
+            "ids_with_special of {text:?}"
+        );
         n += 1;
     }
     for case in fixture(model, "generate.json").as_array().unwrap() {
         let prompt = case["prompt"].as_str().unwrap();
-        assert_eq!(tok.encode(prompt, true, true).unwrap(), ids(&case["prompt_ids"]), "prompt_ids of {prompt:?}");
+        assert_eq!(
+            tok.encode(prompt, true, true).unwrap(),
+            ids(&case["prompt_ids"]),
+            "prompt_ids of {prompt:?}"
+        );
         n += 1;
     }
     assert!(n >= 5, "fixture has too few cases");
@@ -46,7 +67,8 @@ fn tokenizer_matches_fixture(model: (&str, &str, &str)) {
 /// with llama.cpp's top-32.
 fn teacher_forced_agrees(model: (&str, &str, &str)) {
     let e = engine(model);
-    let (mut decisive, mut agree, mut kl_sum, mut kl_n, mut kl_max) = (0usize, 0usize, 0.0f64, 0usize, 0.0f64);
+    let (mut decisive, mut agree, mut kl_sum, mut kl_n, mut kl_max) =
+        (0usize, 0usize, 0.0f64, 0usize, 0.0f64);
     for case in fixture(model, "generate.json").as_array().unwrap() {
         let mut seq = ids(&case["prompt_ids"]);
         seq.extend(ids(&case["generated_ids"]));
@@ -70,7 +92,10 @@ fn teacher_forced_agrees(model: (&str, &str, &str)) {
                     );
                 }
             }
-            let kl: f64 = refs.iter().map(|&(t, l)| l.exp() * (l - lp[t as usize])).sum();
+            let kl: f64 = refs
+                .iter()
+                .map(|&(t, l)| l.exp() * (l - lp[t as usize]))
+                .sum();
             kl_sum += kl;
             kl_n += 1;
             kl_max = kl_max.max(kl);
@@ -111,11 +136,22 @@ fn greedy_matches(model: (&str, &str, &str)) {
             .unwrap();
         if stats.stop == StopReason::EndOfGeneration {
             // the EOG token is not streamed; llama.cpp's list includes it
-            got.push(*want.get(got.len()).filter(|&&t| e.tokenizer().is_eog(t)).unwrap_or(&u32::MAX));
+            got.push(
+                *want
+                    .get(got.len())
+                    .filter(|&&t| e.tokenizer().is_eog(t))
+                    .unwrap_or(&u32::MAX),
+            );
         }
         let diverge = got.iter().zip(&want).position(|(a, b)| a != b);
         match diverge {
-            None => assert_eq!(got.len(), want.len(), "{}: continuation length for {:?}", model.0, case["prompt"]),
+            None => assert_eq!(
+                got.len(),
+                want.len(),
+                "{}: continuation length for {:?}",
+                model.0,
+                case["prompt"]
+            ),
             Some(j) => {
                 let refs = top(&positions[prompt.len() - 1 + j]);
                 let margin = refs[0].1 - refs[1].1;

@@ -39,12 +39,26 @@ fn llama_q8_0_matches_reference() {
 
 #[test]
 fn llama_f32_matches_reference() {
-    check(Spec { weight_type: GgmlType::F32, ..Spec::llama() }, "llama-f32", 0.9995);
+    check(
+        Spec {
+            weight_type: GgmlType::F32,
+            ..Spec::llama()
+        },
+        "llama-f32",
+        0.9995,
+    );
 }
 
 #[test]
 fn qwen2_bias_q4_k_matches_reference() {
-    check(Spec { weight_type: GgmlType::Q4_K, ..Spec::qwen2() }, "qwen2-q4_k", 0.999);
+    check(
+        Spec {
+            weight_type: GgmlType::Q4_K,
+            ..Spec::qwen2()
+        },
+        "qwen2-q4_k",
+        0.999,
+    );
 }
 
 #[test]
@@ -66,7 +80,11 @@ fn every_weight_format_runs() {
         GgmlType::Q5_K,
         GgmlType::Q6_K,
     ] {
-        let spec = Spec { weight_type: ty, n_layer: 1, ..Spec::llama() };
+        let spec = Spec {
+            weight_type: ty,
+            n_layer: 1,
+            ..Spec::llama()
+        };
         check(spec, &format!("llama-{}", ty.name()), 0.99);
     }
 }

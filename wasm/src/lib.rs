@@ -16,6 +16,14 @@ pub fn version() -> String {
 #[wasm_bindgen(js_name = describeGguf)]
 pub fn describe_gguf(bytes: &[u8]) -> Result<String, JsError> {
     let f = GgufFile::parse(bytes).map_err(|e| JsError::new(&e.to_string()))?;
-    let arch = f.get_str(keys::GENERAL_ARCHITECTURE).ok().flatten().unwrap_or("unknown");
-    Ok(format!("{arch}, {} tensors, GGUF v{}", f.tensors().len(), f.version()))
+    let arch = f
+        .get_str(keys::GENERAL_ARCHITECTURE)
+        .ok()
+        .flatten()
+        .unwrap_or("unknown");
+    Ok(format!(
+        "{arch}, {} tensors, GGUF v{}",
+        f.tensors().len(),
+        f.version()
+    ))
 }

@@ -1,0 +1,204 @@
+//! Byte-level BPE as llama.cpp's `llm_tokenizer_bpe`: each pre-tokenized word is spelled
+//! with GPT-2's byte→character mapping, split into characters, and the adjacent pair with
+//! the lowest merge rank is merged until no ranked pair remains.
+
+use alloc::collections::BinaryHeap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use super::spm::utf8_len;
+use super::vocab::Vocab;
+use crate::error::{Error, Result};
+
+/// GPT-2's reversible byte ↔ printable-character mapping.
+pub struct ByteMap {
+    to_char: [char; 256],
+}
+
+impl ByteMap {
+    pub fn new() -> ByteMap {
+        let printable = |b: u32| {
+            (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
+        };
+        let mut to_char = ['\0'; 256];
+        let mut n = 0;
+        for b in 0..256u32 {
+            to_char[b as usize] = if printable(b) {
+                char::from_u32(b).unwrap_or('\0')
+            } else {
+                n += 1;
+                char::from_u32(255 + n).unwrap_or('\0')
+            };
+        }
+        ByteMap { to_char }
+    }
+
+    pub fn encode(&self, bytes: &[u8], out: &mut String) {
+        out.extend(bytes.iter().map(|&b| self.to_char[b as usize]));
+    }
+
+    /// The byte a mapped character stands for.
+    pub fn decode_char(&self, c: char) -> Option<u8> {
+        let c = c as u32;
+        let printable =
+            (0x21..=0x7E).contains(&c) || (0xA1..=0xAC).contains(&c) || (0xAE..=0xFF).contains(&c);
+        if printable {
+            return Some(c as u8);
+        }
+        (0..256)
+            .find(|&b| self.to_char[b] as u32 == c)
+            .map(|b| b as u8)
+    }
+}
+
+impl Default for ByteMap {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Merge ranks keyed by the (left, right) token ids, sorted for binary search.
+pub struct Merges {
+    ranks: Vec<((u32, u32), u32)>,
+}
+
+impl Merges {
+    /// Parses `"left right"` merge strings; merges whose halves are not tokens can never
+    /// apply and are skipped.
+    pub fn new<'a>(vocab: &Vocab, merges: impl Iterator<Item = &'a [u8]>) -> Result<Merges> {
+        let mut ranks = Vec::new();
+        for (rank, m) in merges.enumerate() {
+            // split at the first space after the first byte (a half may itself be a space)
+            let Some(pos) = m.iter().skip(1).position(|&b| b == b' ').map(|p| p + 1) else {
+                return Err(Error::Tokenizer(alloc::format!(
+                    "merge {rank} has no separating space"
+                )));
+            };
+            if let (Some(l), Some(r)) = (vocab.find(&m[..pos]), vocab.find(&m[pos + 1..])) {
+                ranks.push(((l, r), rank as u32));
+            }
+        }
+        ranks.sort_unstable();
+        ranks.dedup_by_key(|e| e.0);
+        Ok(Merges { ranks })
+    }
+
+    fn rank(&self, l: u32, r: u32) -> Option<u32> {
+        self.ranks
+            .binary_search_by(|e| e.0.cmp(&(l, r)))
+            .ok()
+            .map(|i| self.ranks[i].1)
+    }
+}
+
+struct Symbol {
+    start: usize,
+    len: usize,
+    prev: isize,
+    next: isize,
+}
+
+struct Bigram {
+    left: usize,
+    right: usize,
+    rank: u32,
+    /// (left text length, right text length) when the pair was ranked
+    lens: (usize, usize),
+}
+
+impl PartialEq for Bigram {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Bigram {}
+impl PartialOrd for Bigram {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Bigram {
+    /// Max-heap order: lowest rank first, then the leftmost.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.rank.cmp(&self.rank).then(o.left.cmp(&self.left))
+    }
+}
+
+/// Tokenizes one byte-mapped word and appends its ids.
+pub fn tokenize_word(
+    vocab: &Vocab,
+    merges: &Merges,
+    word: &str,
+    ignore_merges: bool,
+    out: &mut Vec<u32>,
+) {
+    let w = word.as_bytes();
+    if ignore_merges {
+        if let Some(id) = vocab.find(w) {
+            out.push(id);
+            return;
+        }
+    }
+    let mut syms: Vec<Symbol> = Vec::new();
+    let mut off = 0;
+    while off < w.len() {
+        let len = utf8_len(w[off]).min(w.len() - off);
+        let i = syms.len() as isize;
+        syms.push(Symbol {
+            start: off,
+            len,
+            prev: i - 1,
+            next: if off + len == w.len() { -1 } else { i + 1 },
+        });
+        off += len;
+    }
+    let text = |s: &Symbol| &w[s.start..s.start + s.len];
+    let mut heap = BinaryHeap::new();
+    let try_add = |syms: &[Symbol], heap: &mut BinaryHeap<Bigram>, left: isize, right: isize| {
+        if left < 0 || right < 0 {
+            return;
+        }
+        let (l, r) = (&syms[left as usize], &syms[right as usize]);
+        if let (Some(a), Some(b)) = (vocab.find(text(l)), vocab.find(text(r))) {
+            if let Some(rank) = merges.rank(a, b) {
+                heap.push(Bigram {
+                    left: left as usize,
+                    right: right as usize,
+                    rank,
+                    lens: (l.len, r.len),
+                });
+            }
+        }
+    };
+    for i in 1..syms.len() {
+        try_add(&syms, &mut heap, i as isize - 1, i as isize);
+    }
+    while let Some(b) = heap.pop() {
+        let (l, r) = (&syms[b.left], &syms[b.right]);
+        // outdated if either side changed since the pair was ranked
+        if l.len == 0 || r.len == 0 || (l.len, r.len) != b.lens || l.next != b.right as isize {
+            continue;
+        }
+        let rnext = r.next;
+        syms[b.left].len += syms[b.right].len;
+        syms[b.right].len = 0;
+        syms[b.left].next = rnext;
+        if rnext >= 0 {
+            syms[rnext as usize].prev = b.left as isize;
+        }
+        let prev = syms[b.left].prev;
+        try_add(&syms, &mut heap, prev, b.left as isize);
+        try_add(&syms, &mut heap, b.left as isize, rnext);
+    }
+    let mut i = if syms.is_empty() { -1 } else { 0 };
+    while i >= 0 {
+        let s = &syms[i as usize];
+        match vocab.find(text(s)) {
+            Some(id) => out.push(id),
+            // no token for the piece: its single bytes, where they are tokens
+            None => out.extend(text(s).iter().filter_map(|&b| vocab.find(&[b]))),
+        }
+        i = s.next;
+    }
+}

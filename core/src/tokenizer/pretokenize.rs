@@ -1,0 +1,222 @@
+//! Hand-written equivalents of the pre-tokenizer regexes of byte-level BPE models (as
+//! llama.cpp applies them), over a string's characters. Each returns the byte ranges of the
+//! "words" that BPE then merges independently.
+//!
+//! qwen2:  (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
+//!         | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//! llama3: the same with \p{N}{1,3}
+//! gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+
+use alloc::vec::Vec;
+
+use super::unicode::{is_letter, is_number, is_whitespace};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    Gpt2,
+    Llama3,
+    Qwen2,
+}
+
+impl Pattern {
+    /// The pattern for a `tokenizer.ggml.pre` name, or `None` if we do not know it.
+    pub fn from_pre(pre: &str) -> Option<Pattern> {
+        Some(match pre {
+            "default" | "gpt2" | "gpt-2" | "phi-2" | "olmo" | "jais" | "poro-chat" | "viking" => {
+                Pattern::Gpt2
+            }
+            "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "pixtral" | "smaug-bpe"
+            | "exaone" | "granite" => Pattern::Llama3,
+            "qwen2" | "deepseek-r1-qwen" | "qwen35" | "megrez" | "hunyuan" => Pattern::Qwen2,
+            _ => return None,
+        })
+    }
+}
+
+struct Chars<'a> {
+    text: &'a str,
+    /// (byte offset, char)
+    cs: Vec<(usize, char)>,
+}
+
+impl Chars<'_> {
+    fn at(&self, i: usize) -> Option<char> {
+        self.cs.get(i).map(|&(_, c)| c)
+    }
+    fn offset(&self, i: usize) -> usize {
+        self.cs.get(i).map(|&(o, _)| o).unwrap_or(self.text.len())
+    }
+    fn run(&self, mut i: usize, f: impl Fn(char) -> bool) -> usize {
+        while self.at(i).is_some_and(&f) {
+            i += 1;
+        }
+        i
+    }
+}
+
+fn is_newline(c: char) -> bool {
+    c == '\r' || c == '\n'
+}
+
+fn is_other(c: char) -> bool {
+    !is_whitespace(c) && !is_letter(c) && !is_number(c)
+}
+
+/// `'s 't 're 've 'm 'll 'd` at `i`; returns the end.
+fn contraction(s: &Chars<'_>, i: usize, any_case: bool) -> Option<usize> {
+    if s.at(i) != Some('\'') {
+        return None;
+    }
+    let lower = |j: usize| {
+        s.at(j)
+            .map(|c| if any_case { c.to_ascii_lowercase() } else { c })
+    };
+    match (lower(i + 1), lower(i + 2)) {
+        (Some('r'), Some('e')) | (Some('v'), Some('e')) | (Some('l'), Some('l')) => Some(i + 3),
+        (Some('s' | 't' | 'm' | 'd'), _) => Some(i + 2),
+        _ => None,
+    }
+}
+
+/// Whitespace alternatives shared by all patterns: `\s*[\r\n]+` (qwen2/llama3 only),
+/// `\s+(?!\S)`, `\s+`.
+fn whitespace(s: &Chars<'_>, i: usize, newline_alt: bool) -> Option<usize> {
+    let end = s.run(i, is_whitespace);
+    if end == i {
+        return None;
+    }
+    if newline_alt {
+        // \s*[\r\n]+ : the whitespace up to and including its last newline
+        if let Some(last_nl) = (i..end).rev().find(|&j| s.at(j).is_some_and(is_newline)) {
+            return Some(last_nl + 1);
+        }
+    }
+    // \s+(?!\S): all of it at the end of text, else all but the last one (if that leaves any)
+    if end == s.cs.len() || end - i > 1 {
+        return Some(if end == s.cs.len() { end } else { end - 1 });
+    }
+    Some(end)
+}
+
+fn next_word(s: &Chars<'_>, i: usize, p: Pattern) -> usize {
+    let c = s.at(i).unwrap_or(' ');
+    match p {
+        Pattern::Qwen2 | Pattern::Llama3 => {
+            if let Some(e) = contraction(s, i, true) {
+                return e;
+            }
+            // [^\r\n\p{L}\p{N}]?\p{L}+
+            if is_letter(c) {
+                return s.run(i, is_letter);
+            }
+            if !is_newline(c) && !is_number(c) && s.at(i + 1).is_some_and(is_letter) {
+                return s.run(i + 1, is_letter);
+            }
+            // \p{N} or \p{N}{1,3}
+            if is_number(c) {
+                let max = if p == Pattern::Qwen2 { 1 } else { 3 };
+                let mut e = i + 1;
+                while e - i < max && s.at(e).is_some_and(is_number) {
+                    e += 1;
+                }
+                return e;
+            }
+            // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+            let start = if c == ' ' && s.at(i + 1).is_some_and(is_other) {
+                i + 1
+            } else {
+                i
+            };
+            if s.at(start).is_some_and(is_other) {
+                let e = s.run(start, is_other);
+                return s.run(e, is_newline);
+            }
+            whitespace(s, i, true).unwrap_or(i + 1)
+        }
+        Pattern::Gpt2 => {
+            if let Some(e) = contraction(s, i, false) {
+                return e;
+            }
+            let start = if c == ' ' { i + 1 } else { i };
+            if let Some(n) = s.at(start) {
+                for class in [is_letter as fn(char) -> bool, is_number, is_other] {
+                    if class(n) {
+                        return s.run(start, class);
+                    }
+                }
+            }
+            whitespace(s, i, false).unwrap_or(i + 1)
+        }
+    }
+}
+
+/// Splits `text` into the byte ranges of its pre-tokenized words.
+pub fn split(text: &str, p: Pattern) -> Vec<(usize, usize)> {
+    let s = Chars {
+        text,
+        cs: text.char_indices().collect(),
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.cs.len() {
+        let e = next_word(&s, i, p).max(i + 1);
+        out.push((s.offset(i), s.offset(e)));
+        i = e;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn words(t: &str, p: Pattern) -> Vec<&str> {
+        split(t, p).into_iter().map(|(a, b)| &t[a..b]).collect()
+    }
+
+    #[test]
+    fn qwen2_splits_like_the_regex() {
+        assert_eq!(words("Hello world", Pattern::Qwen2), ["Hello", " world"]);
+        assert_eq!(
+            words("I'm DON'T 12345", Pattern::Qwen2),
+            ["I", "'m", " DON", "'T", " ", "1", "2", "3", "4", "5"]
+        );
+        assert_eq!(
+            words("a  b\n\n  c   ", Pattern::Qwen2),
+            ["a", " ", " b", "\n\n", " ", " c", "   "]
+        );
+        assert_eq!(
+            words("x = (y);\n", Pattern::Qwen2),
+            ["x", " =", " (", "y", ");\n"]
+        );
+        assert_eq!(
+            words("日本語 한국어", Pattern::Qwen2),
+            ["日本語", " 한국어"]
+        );
+        assert_eq!(words("\tb", Pattern::Qwen2), ["\tb"]);
+    }
+
+    #[test]
+    fn llama3_groups_three_digits() {
+        assert_eq!(words("12345", Pattern::Llama3), ["123", "45"]);
+    }
+
+    #[test]
+    fn gpt2_pattern() {
+        assert_eq!(
+            words("Hello  world's 42!", Pattern::Gpt2),
+            ["Hello", " ", " world", "'s", " 42", "!"]
+        );
+    }
+
+    #[test]
+    fn words_cover_the_text_exactly() {
+        let t = "  mixed\t\ttext — with “quotes”, émojis 😀👍🏽 and 3.14\r\n\r\n end  ";
+        for p in [Pattern::Qwen2, Pattern::Llama3, Pattern::Gpt2] {
+            let w = words(t, p);
+            assert_eq!(w.concat(), t);
+            assert!(w.iter().all(|x| !x.is_empty()));
+        }
+    }
+}
