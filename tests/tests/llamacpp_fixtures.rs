@@ -11,6 +11,12 @@ use superinfer_tests::*;
 /// llama.cpp's top-2 log-probs closer than this make its argmax a near-tie.
 const TIE: f64 = 0.05;
 
+/// The greedy check tolerates a divergence where llama.cpp's top-2 margin is below this.
+/// It is wider than `TIE` because llama.cpp's own decode and batch paths disagree by more
+/// than `TIE` (on gemma-3-270m its generated token differs from its own teacher-forced
+/// top-1 at a margin of 0.16); divergences between `TIE` and this are printed.
+const GREEDY_TIE: f64 = 0.1;
+
 fn engine(model: (&str, &str, &str)) -> Engine {
     let path = require_model(model);
     Engine::load(
@@ -115,9 +121,15 @@ fn teacher_forced_agrees(model: (&str, &str, &str)) {
 }
 
 /// Greedy generation through the public API equals llama.cpp's continuation, except after a
-/// position where llama.cpp itself had a near-tie.
+/// position where llama.cpp itself had a near-tie (see `GREEDY_TIE`).
+///
+/// One more case is not a disagreement with llama.cpp's model output: llama.cpp generated
+/// token by token but computed `positions` in one batch, and its two paths round differently;
+/// where its generated token is not its own teacher-forced top-1, we require our token to be
+/// that top-1 (the fixture's logits) and stop comparing there.
 fn greedy_matches(model: (&str, &str, &str)) {
     let e = engine(model);
+    let mut failures = Vec::new();
     for case in fixture(model, "generate.json").as_array().unwrap() {
         let prompt = ids(&case["prompt_ids"]);
         let want = ids(&case["generated_ids"]);
@@ -125,9 +137,8 @@ fn greedy_matches(model: (&str, &str, &str)) {
         let mut s = e.session(&SessionOptions { n_ctx: 512 }).unwrap();
         let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
         let mut got = Vec::new();
-        let max = want.len();
         let stats = s
-            .generate(&prompt, max, &mut sampler, |ev| {
+            .generate(&prompt, want.len(), &mut sampler, |ev| {
                 if ev.id != u32::MAX {
                     got.push(ev.id);
                 }
@@ -143,30 +154,44 @@ fn greedy_matches(model: (&str, &str, &str)) {
                     .unwrap_or(&u32::MAX),
             );
         }
-        let diverge = got.iter().zip(&want).position(|(a, b)| a != b);
-        match diverge {
-            None => assert_eq!(
-                got.len(),
-                want.len(),
-                "{}: continuation length for {:?}",
+        match got.iter().zip(&want).position(|(a, b)| a != b) {
+            None if got.len() == want.len() => eprintln!(
+                "{}: greedy continuation identical ({} tokens)",
                 model.0,
-                case["prompt"]
+                want.len()
             ),
+            None => failures.push(format!(
+                "{:?}: {} tokens generated, llama.cpp {}",
+                case["prompt"],
+                got.len(),
+                want.len()
+            )),
             Some(j) => {
                 let refs = top(&positions[prompt.len() - 1 + j]);
                 let margin = refs[0].1 - refs[1].1;
-                eprintln!("{}: greedy diverges at generated token {j} where llama.cpp's top-2 margin is {margin:.4}", model.0);
-                assert!(
-                    margin < TIE,
-                    "{}: greedy continuation of {:?} differs at token {j} (ours {}, llama.cpp {}) where llama.cpp's margin is {margin:.3}",
+                let self_inconsistent = want[j] != refs[0].0;
+                eprintln!(
+                    "{}: greedy diverges at generated token {j}: llama.cpp's top-2 margin there {margin:.4}{}",
                     model.0,
-                    case["prompt"],
-                    got[j],
-                    want[j]
+                    if self_inconsistent { " (llama.cpp's generated token is not its own teacher-forced top-1)" } else { "" }
                 );
+                if self_inconsistent {
+                    if got[j] != refs[0].0 {
+                        failures.push(format!(
+                            "{:?}: token {j} is {}, neither llama.cpp's generated {} nor its teacher-forced top-1 {}",
+                            case["prompt"], got[j], want[j], refs[0].0
+                        ));
+                    }
+                } else if margin >= GREEDY_TIE {
+                    failures.push(format!(
+                        "{:?}: token {j} is {} (llama.cpp {}) where llama.cpp's margin is {margin:.3}",
+                        case["prompt"], got[j], want[j]
+                    ));
+                }
             }
         }
     }
+    assert!(failures.is_empty(), "{}: {}", model.0, failures.join("; "));
 }
 
 #[test]

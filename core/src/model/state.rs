@@ -47,6 +47,7 @@ pub struct State {
     pub attn: Vec<f32>,
     pub hb: Vec<f32>,
     pub hb2: Vec<f32>,
+    /// Attention scores of one head over the context.
     pub scores: Vec<f32>,
     pub rope_cos: Vec<f32>,
     pub rope_sin: Vec<f32>,

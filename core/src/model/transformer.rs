@@ -79,6 +79,7 @@ fn add_bias(x: &mut [f32], b: &Option<alloc::borrow::Cow<'_, [f32]>>) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn attention_block(
     w: &Weights<'_>,
     st: &mut State,

@@ -23,9 +23,10 @@ impl AttnShape {
 
 /// `out[h] = softmax(scale * q[h]·K[t] for t in window) · V` for every head `h`.
 ///
-/// `k_cache` / `v_cache` hold one row per position (`k_row()` / `v_row()` values); positions
-/// `t_start..t_end` are attended. `q` is rounded to f16 in place first, as ggml does before
-/// its f16 dot products. `scores` must hold at least `t_end - t_start` values.
+/// The arithmetic follows ggml's CPU flash-attention kernel for an F16 cache over one tile
+/// of keys, so results agree with llama.cpp: `q` is rounded to f16 (in place), the scores
+/// are f32, the exponentials are summed in f64, V is accumulated unnormalised in f32 and
+/// divided by the sum at the end. `scores` must hold at least `t_end - t_start` values.
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
     out: &mut [f32],
@@ -45,15 +46,12 @@ pub fn attend(
         head_dim_k: dk,
         head_dim_v: dv,
     } = shape;
-    let group = n_head / n_head_kv.max(1);
+    let group = (n_head / n_head_kv.max(1)).max(1);
     let (k_row, v_row) = (shape.k_row(), shape.v_row());
-    for x in q.iter_mut() {
-        *x = f16::from_f32(*x).to_f32();
-    }
-    let n = t_end - t_start;
-    let scores = &mut scores[..n];
+    q.iter_mut().for_each(|x| *x = f16::from_f32(*x).to_f32());
+    let scores = &mut scores[..t_end - t_start];
     for h in 0..n_head {
-        let kvh = h / group.max(1);
+        let kvh = h / group;
         let qh = &q[h * dk..(h + 1) * dk];
         let mut max = f32::NEG_INFINITY;
         for (i, s) in scores.iter_mut().enumerate() {
@@ -75,16 +73,16 @@ pub fn attend(
             *s = libm::expf(*s - max);
             sum += *s as f64;
         }
-        let inv = (1.0 / sum) as f32;
         let oh = &mut out[h * dv..(h + 1) * dv];
         oh.fill(0.0);
         for (i, &p) in scores.iter().enumerate() {
             let t = t_start + i;
             let vh = &v_cache[t * v_row + kvh * dv..t * v_row + (kvh + 1) * dv];
-            let w = p * inv;
             for (o, v) in oh.iter_mut().zip(vh) {
-                *o += w * v.to_f32();
+                *o += p * v.to_f32();
             }
         }
+        let inv = if sum == 0.0 { 0.0 } else { (1.0 / sum) as f32 };
+        oh.iter_mut().for_each(|o| *o *= inv);
     }
 }
