@@ -117,7 +117,7 @@ fn penalties_change_exactly_the_seen_logits() {
     );
     // through the sampler: the penalty makes token 3 the argmax
     let mut s = Sampler::new(c).unwrap();
-    assert_eq!(s.sample(&mut vec![4.0, -4.0, 1.0, 3.0], &history), 3);
+    assert_eq!(s.sample(&mut [4.0, -4.0, 1.0, 3.0], &history), 3);
 }
 
 #[test]

@@ -48,7 +48,7 @@ const EOG_TEXTS: &[&str] = &[
 enum Model {
     Spm {
         add_space_prefix: bool,
-        byte_tokens: [Option<u32>; 256],
+        byte_tokens: alloc::boxed::Box<[Option<u32>; 256]>,
     },
     Bpe {
         merges: bpe::Merges,
@@ -85,11 +85,11 @@ impl Tokenizer {
                 let add_space_prefix = f
                     .get_bool(keys::TOKENIZER_ADD_SPACE_PREFIX)?
                     .unwrap_or(true);
-                let byte_tokens = core::array::from_fn(|b| {
+                let byte_tokens = alloc::boxed::Box::new(core::array::from_fn(|b| {
                     vocab
                         .find_str(&alloc::format!("<0x{b:02X}>"))
                         .or_else(|| vocab.find(&[b as u8]))
-                });
+                }));
                 (
                     Model::Spm {
                         add_space_prefix,

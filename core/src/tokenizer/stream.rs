@@ -23,7 +23,7 @@ impl StreamDecoder {
     /// Adds a token; returns the text that is now complete (possibly empty).
     pub fn push(&mut self, tok: &Tokenizer, id: u32) -> Option<String> {
         self.pending
-            .extend_from_slice(&tok.token_to_piece(id, self.special));
+            .extend_from_slice(tok.token_to_piece(id, self.special));
         let mut out = String::new();
         loop {
             match core::str::from_utf8(&self.pending) {

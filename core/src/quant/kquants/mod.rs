@@ -44,12 +44,12 @@ pub fn dot_q8_k<B: bytemuck::Pod>(w: &[u8], a: &[u8], unpack: impl Fn(&B) -> Unp
         let u = unpack(x);
         let bsums = y.bsums();
         let (mut isum, mut msum) = (0i32, 0i32);
-        for g in 0..GROUPS {
+        for (g, &bsum) in bsums.iter().enumerate() {
             let s: i32 = (0..16)
                 .map(|l| u.q[g * 16 + l] as i32 * y.qs[g * 16 + l] as i32)
                 .sum();
             isum += u.scale[g] * s;
-            msum += u.min[g] * bsums[g] as i32;
+            msum += u.min[g] * bsum as i32;
         }
         let d8 = y.d();
         sum += u.d * d8 * isum as f32 - u.dmin * d8 * msum as f32;

@@ -58,8 +58,8 @@ pub fn quantize(src: &[f32], dst: &mut [u8]) {
         let d = h(b.d);
         b.ql = [0; QK_K / 2];
         b.qh = [0; QK_K / 4];
-        for g in 0..GROUPS {
-            let sc = nearest_int(iscale * scales[g]).clamp(-128, 127);
+        for (g, &group_scale) in scales.iter().enumerate() {
+            let sc = nearest_int(iscale * group_scale).clamp(-128, 127);
             b.scales[g] = sc as i8;
             let dl = d * sc as f32;
             for l in 0..16 {
