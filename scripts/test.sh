@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: fetches the real models if missing (cached), then runs every test of
 # the workspace, real-model fixture tests included (built with optimizations, see
-# [profile.test] in Cargo.toml).
+# [profile.test] in Cargo.toml). Ends with one "tests: N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-models.sh qwen2.5-0.5b gemma3-270m >/dev/null
-cargo test --workspace "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --lib --bins --tests "$@" 2>&1 | tee "$log" || status=$?
+# sum cargo's per-binary "test result:" lines into one closing line
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit $status
