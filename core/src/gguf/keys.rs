@@ -16,6 +16,7 @@ pub const KEY_LENGTH: &str = "attention.key_length";
 pub const VALUE_LENGTH: &str = "attention.value_length";
 pub const RMS_EPS: &str = "attention.layer_norm_rms_epsilon";
 pub const SLIDING_WINDOW: &str = "attention.sliding_window";
+pub const SLIDING_WINDOW_PATTERN: &str = "attention.sliding_window_pattern";
 pub const ROPE_FREQ_BASE: &str = "rope.freq_base";
 pub const ROPE_DIMENSION_COUNT: &str = "rope.dimension_count";
 pub const ROPE_SCALING_TYPE: &str = "rope.scaling.type";

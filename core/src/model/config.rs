@@ -104,15 +104,21 @@ impl Config {
                 )));
             }
         };
-        let sliding_window = opt(keys::SLIDING_WINDOW)?.unwrap_or(0);
+        // Only architectures whose llama.cpp graph uses sliding-window attention honour the
+        // window (llama.cpp ignores it for llama/mistral/qwen2).
+        let sliding_window = match arch.default_swa_period() {
+            Some(_) => opt(keys::SLIDING_WINDOW)?.unwrap_or(0),
+            None => 0,
+        };
         let swa_layers = if sliding_window == 0 {
             alloc::vec![false; n_layer]
         } else {
-            match arch.default_swa_period() {
-                Some(period) => (0..n_layer).map(|il| il % period < period - 1).collect(),
-                // a window with no known layer pattern applies to every layer (mistral v0.1)
-                None => alloc::vec![true; n_layer],
-            }
+            swa_pattern(
+                f,
+                &key(keys::SLIDING_WINDOW_PATTERN),
+                n_layer,
+                arch.default_swa_period().unwrap_or(0),
+            )?
         };
         let softcap = |k: &str| -> Result<Option<f32>> { Ok(optf(k)?.filter(|&c| c > 0.0)) };
 
@@ -162,4 +168,36 @@ impl Config {
             self.n_head_kv * self.head_dim_v,
         )
     }
+}
+
+/// Which layers use the sliding window: `attention.sliding_window_pattern` as one flag per
+/// layer, or as a period n (every n-th layer is global), else the architecture's period.
+fn swa_pattern(
+    f: &GgufFile<'_>,
+    key: &str,
+    n_layer: usize,
+    default_period: usize,
+) -> Result<Vec<bool>> {
+    let period = match f.get(key) {
+        Some(crate::gguf::Value::Array(a)) => {
+            if a.len() != n_layer {
+                return Err(Error::UnsupportedModel(alloc::format!(
+                    "{key} has {} entries for {n_layer} layers",
+                    a.len()
+                )));
+            }
+            return Ok(a
+                .iter()
+                .map(|v| v.as_bool().unwrap_or(v.as_u64().unwrap_or(0) != 0))
+                .collect());
+        }
+        Some(v) => v.as_u64().ok_or_else(|| Error::WrongType {
+            key: key.to_string(),
+            expected: "integer or array",
+        })? as usize,
+        None => default_period,
+    };
+    Ok((0..n_layer)
+        .map(|il| period == 0 || il % period < period - 1)
+        .collect())
 }
