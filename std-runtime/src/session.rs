@@ -4,11 +4,15 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use superinfer_core::model::{forward, State};
+use superinfer_core::ops::attention::AttnKernel;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::StreamDecoder;
 
 use crate::engine::Engine;
 use crate::Error;
+
+/// Prompt tokens are evaluated in micro-batches of this many (llama.cpp's default n_ubatch).
+pub const UBATCH: usize = 512;
 
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
@@ -104,7 +108,9 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
-    fn step(&mut self, token: u32, want_logits: bool) -> Result<(), Error> {
+    /// Evaluates one token that belongs to a batch of `batch` tokens (1 when decoding).
+    fn step(&mut self, token: u32, batch: usize, want_logits: bool) -> Result<(), Error> {
+        let kernel = AttnKernel::for_batch(batch);
         let e = self.engine;
         let pos = self.tokens.len();
         forward(
@@ -114,6 +120,7 @@ impl<'e> Session<'e> {
             e.parallel(),
             token,
             pos,
+            kernel,
             want_logits,
         )
         .map_err(Error::Core)?;
@@ -121,25 +128,33 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
-    /// Evaluates `tokens` after the current history; afterwards `logits()` belongs to the last.
+    /// Evaluates `tokens` after the current history, in micro-batches of [`UBATCH`] tokens as
+    /// llama.cpp does; afterwards `logits()` belongs to the last.
     pub fn feed(&mut self, tokens: &[u32]) -> Result<(), Error> {
-        self.check_room(tokens.len())?;
-        for (i, &t) in tokens.iter().enumerate() {
-            self.step(t, i + 1 == tokens.len())?;
-        }
-        Ok(())
+        self.feed_inner(tokens, false, |_, _| {})
     }
 
     /// Teacher forcing: evaluates `tokens` and calls `f(i, logits)` after each one.
-    pub fn feed_each(
+    pub fn feed_each(&mut self, tokens: &[u32], f: impl FnMut(usize, &[f32])) -> Result<(), Error> {
+        self.feed_inner(tokens, true, f)
+    }
+
+    fn feed_inner(
         &mut self,
         tokens: &[u32],
+        all_logits: bool,
         mut f: impl FnMut(usize, &[f32]),
     ) -> Result<(), Error> {
         self.check_room(tokens.len())?;
-        for (i, &t) in tokens.iter().enumerate() {
-            self.step(t, true)?;
-            f(i, &self.state.logits);
+        let mut i = 0;
+        for chunk in tokens.chunks(UBATCH) {
+            for &t in chunk {
+                self.step(t, chunk.len(), all_logits || i + 1 == tokens.len())?;
+                if all_logits {
+                    f(i, &self.state.logits);
+                }
+                i += 1;
+            }
         }
         Ok(())
     }
@@ -182,7 +197,7 @@ impl<'e> Session<'e> {
             if self.tokens.len() >= self.n_ctx() {
                 break StopReason::ContextFull;
             }
-            self.step(id, true)?;
+            self.step(id, 1, true)?;
         };
         let rest = decoder.flush();
         if !rest.is_empty() {

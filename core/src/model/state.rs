@@ -49,6 +49,8 @@ pub struct State {
     pub hb2: Vec<f32>,
     /// Attention scores of one head over the context.
     pub scores: Vec<f32>,
+    /// f16 attention accumulator of one head (one-row kernel).
+    pub attn_acc: Vec<f16>,
     pub rope_cos: Vec<f32>,
     pub rope_sin: Vec<f32>,
     pub logits: Vec<f32>,
@@ -77,6 +79,7 @@ impl State {
             hb: vec![0.0; c.n_ff],
             hb2: vec![0.0; c.n_ff],
             scores: vec![0.0; n_ctx],
+            attn_acc: vec![f16::ZERO; c.head_dim_v],
             rope_cos: vec![0.0; c.n_rot / 2],
             rope_sin: vec![0.0; c.n_rot / 2],
             logits: vec![0.0; c.n_vocab],

@@ -18,7 +18,7 @@ use super::state::State;
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
-use crate::ops::attention::{attend, AttnShape};
+use crate::ops::attention::{attend, AttnKernel, AttnShape};
 use crate::ops::matmul::matvec_f32;
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::ops::{activation, rope};
@@ -26,8 +26,10 @@ use crate::parallel::Parallel;
 
 use half::f16;
 
-/// Runs one token at position `pos` (the cache must hold positions `0..pos`). When
-/// `want_logits` is false the LM head is skipped (prompt tokens before the last).
+/// Runs one token at position `pos` (the cache must hold positions `0..pos`), with the
+/// attention kernel of its batch (see [`AttnKernel::for_batch`]). When `want_logits` is false
+/// the LM head is skipped (prompt tokens before the last).
+#[allow(clippy::too_many_arguments)]
 pub fn forward(
     w: &Weights<'_>,
     st: &mut State,
@@ -35,6 +37,7 @@ pub fn forward(
     par: &dyn Parallel,
     token: u32,
     pos: usize,
+    kernel: AttnKernel,
     want_logits: bool,
 ) -> Result<()> {
     let c = &w.config;
@@ -57,7 +60,7 @@ pub fn forward(
     }
 
     for (il, layer) in w.layers.iter().enumerate() {
-        attention_block(w, st, k, par, il, layer, pos)?;
+        attention_block(w, st, k, par, il, layer, pos, kernel)?;
         ffn_block(w, st, k, par, layer)?;
     }
 
@@ -88,6 +91,7 @@ fn attention_block(
     il: usize,
     l: &Layer<'_>,
     pos: usize,
+    kernel: AttnKernel,
 ) -> Result<()> {
     let c = &w.config;
     rmsnorm(&mut st.xb, &st.x, &l.attn_norm, c.rms_eps);
@@ -154,11 +158,12 @@ fn attention_block(
         &st.kv.k[il],
         &st.kv.v[il],
         shape,
-        t_start,
-        pos + 1,
+        t_start..pos + 1,
         c.attn_scale,
         c.attn_softcap,
+        kernel,
         &mut st.scores,
+        &mut st.attn_acc,
     );
 
     matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;

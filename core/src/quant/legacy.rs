@@ -191,7 +191,11 @@ pub fn dequantize_q8_1(src: &[u8], dst: &mut [f32]) {
     }
 }
 
-// ---- quantize (ggml's *_ref arithmetic) ----
+// ---- quantize ----
+//
+// Weight formats follow ggml's `quantize_row_*_ref`. The activation formats Q8_0 and Q8_1
+// follow ggml's SIMD quantizers (x86 and ARM), which are what llama.cpp runs: `id = 127/amax`
+// and round-to-nearest-even (the plain-C reference differs in the last bit on ties).
 
 /// The value of largest magnitude, with its sign.
 fn signed_absmax(x: &[f32]) -> f32 {
@@ -291,23 +295,25 @@ fn amax(x: &[f32]) -> f32 {
 
 pub fn quantize_q8_0(src: &[f32], dst: &mut [u8]) {
     for (x, b) in src.chunks_exact(QK).zip(blocks_mut::<BlockQ8_0>(dst)) {
-        let d = amax(x) / 127.0;
-        let id = inv(d);
+        let amax = amax(x);
+        let d = amax / 127.0;
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
         b.d = to_h(d);
         for (q, &v) in b.qs.iter_mut().zip(x) {
-            *q = libm::roundf(v * id) as i8;
+            *q = crate::quant::kquants::nearest_int(v * id) as i8;
         }
     }
 }
 
 pub fn quantize_q8_1(src: &[f32], dst: &mut [u8]) {
     for (x, b) in src.chunks_exact(QK).zip(blocks_mut::<BlockQ8_1>(dst)) {
-        let d = amax(x) / 127.0;
-        let id = inv(d);
+        let amax = amax(x);
+        let d = amax / 127.0;
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
         b.d = to_h(d);
         let mut sum = 0i32;
         for (q, &v) in b.qs.iter_mut().zip(x) {
-            *q = libm::roundf(v * id) as i8;
+            *q = crate::quant::kquants::nearest_int(v * id) as i8;
             sum += *q as i32;
         }
         b.s = to_h(sum as f32 * d);
