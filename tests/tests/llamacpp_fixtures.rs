@@ -217,3 +217,18 @@ fn qwen05b_greedy() {
 fn gemma3_greedy() {
     greedy_matches(GEMMA3_270M);
 }
+
+// Qwen2.5-Coder-1.5B (1.1 GB download, `scripts/fetch-models.sh qwen2.5-1.5b`): not in the
+// default suite to keep CI's download and run time down; run with `cargo test -- --ignored`.
+
+#[test]
+#[ignore = "needs the 1.1 GB Qwen2.5-1.5B model; run with --ignored"]
+fn qwen15b_teacher_forced() {
+    teacher_forced_agrees(QWEN_15B);
+}
+
+#[test]
+#[ignore = "needs the 1.1 GB Qwen2.5-1.5B model; run with --ignored"]
+fn qwen15b_greedy() {
+    greedy_matches(QWEN_15B);
+}
