@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use superinfer_runtime::core::gguf::{keys, GgufFile, Value};
 use superinfer_runtime::core::model::Config;
@@ -7,6 +8,7 @@ use superinfer_runtime::MappedFile;
 use crate::args::InfoArgs;
 
 pub fn run(a: &InfoArgs) -> Result<(), String> {
+    let mut o = String::new();
     let map = MappedFile::open(&a.model)?;
     let f = GgufFile::parse(map.bytes()).map_err(|e| format!("{}: {e}", a.model.display()))?;
     let arch = f
@@ -14,41 +16,46 @@ pub fn run(a: &InfoArgs) -> Result<(), String> {
         .ok()
         .flatten()
         .unwrap_or("(none)");
-    println!("file:          {}", a.model.display());
-    println!(
+    let _ = writeln!(o, "file:          {}", a.model.display());
+    let _ = writeln!(
+        o,
         "size:          {} bytes ({:.1} MiB)",
         map.bytes().len(),
         map.bytes().len() as f64 / (1 << 20) as f64
     );
-    println!("gguf version:  {}", f.version());
+    let _ = writeln!(o, "gguf version:  {}", f.version());
     if let Ok(Some(name)) = f.get_str(keys::GENERAL_NAME) {
-        println!("name:          {name}");
+        let _ = writeln!(o, "name:          {name}");
     }
-    println!("architecture:  {arch}");
+    let _ = writeln!(o, "architecture:  {arch}");
     match Config::from_gguf(&f) {
         Ok(c) => {
-            println!("n_vocab:       {}", c.n_vocab);
-            println!("n_ctx_train:   {}", c.n_ctx_train);
-            println!("n_embd:        {}", c.n_embd);
-            println!("n_layer:       {}", c.n_layer);
-            println!("n_ff:          {}", c.n_ff);
-            println!("n_head:        {} (kv: {})", c.n_head, c.n_head_kv);
-            println!("head_dim:      k {} / v {}", c.head_dim_k, c.head_dim_v);
-            println!(
+            let _ = writeln!(o, "n_vocab:       {}", c.n_vocab);
+            let _ = writeln!(o, "n_ctx_train:   {}", c.n_ctx_train);
+            let _ = writeln!(o, "n_embd:        {}", c.n_embd);
+            let _ = writeln!(o, "n_layer:       {}", c.n_layer);
+            let _ = writeln!(o, "n_ff:          {}", c.n_ff);
+            let _ = writeln!(o, "n_head:        {} (kv: {})", c.n_head, c.n_head_kv);
+            let _ = writeln!(o, "head_dim:      k {} / v {}", c.head_dim_k, c.head_dim_v);
+            let _ = writeln!(
+                o,
                 "rope:          {:?}, base {}, dims {}",
                 c.rope_style, c.rope_base, c.n_rot
             );
             if c.sliding_window > 0 {
                 let n_swa = c.swa_layers.iter().filter(|&&s| s).count();
-                println!(
+                let _ = writeln!(
+                    o,
                     "sliding window: {} ({} of {} layers, rope base {})",
                     c.sliding_window, n_swa, c.n_layer, c.rope_base_swa
                 );
             }
-            println!("rms_eps:       {:e}", c.rms_eps);
-            println!("activation:    {:?}", c.activation);
+            let _ = writeln!(o, "rms_eps:       {:e}", c.rms_eps);
+            let _ = writeln!(o, "activation:    {:?}", c.activation);
         }
-        Err(e) => println!("config:        not runnable: {e}"),
+        Err(e) => {
+            let _ = writeln!(o, "config:        not runnable: {e}");
+        }
     }
     let mut hist: BTreeMap<&str, (usize, u64, u64)> = BTreeMap::new();
     let mut params = 0u64;
@@ -59,19 +66,20 @@ pub fn run(a: &InfoArgs) -> Result<(), String> {
         e.2 += t.size;
         params += t.n_elements();
     }
-    println!("parameters:    {params} ({:.2} B)", params as f64 / 1e9);
-    println!("tensors:       {}", f.tensors().len());
+    let _ = writeln!(o, "parameters:    {params} ({:.2} B)", params as f64 / 1e9);
+    let _ = writeln!(o, "tensors:       {}", f.tensors().len());
     for (ty, (n, elems, bytes)) in &hist {
-        println!(
+        let _ = writeln!(
+            o,
             "  {ty:<8} {n:>5} tensors {elems:>12} params {:>10.1} MiB",
             *bytes as f64 / (1 << 20) as f64
         );
     }
-    println!("metadata:      {} keys", f.metadata().len());
+    let _ = writeln!(o, "metadata:      {} keys", f.metadata().len());
     for (k, v) in f.metadata() {
-        println!("  {k} = {}", short(v));
+        let _ = writeln!(o, "  {k} = {}", short(v));
     }
-    Ok(())
+    super::write_stdout(&o)
 }
 
 fn short(v: &Value<'_>) -> String {

@@ -2,7 +2,7 @@ pub mod info;
 pub mod run;
 pub mod tokenize;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use superinfer_runtime::core::kernels::Isa;
@@ -40,4 +40,15 @@ pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
         eprintln!(" done in {:.2} s", t.elapsed().as_secs_f64());
     }
     Ok(engine)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+pub fn write_stdout(s: &str) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("writing to stdout: {e}"))
+        }
+        _ => Ok(()),
+    }
 }

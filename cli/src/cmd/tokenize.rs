@@ -6,9 +6,6 @@ pub fn run(a: &TokenizeArgs) -> Result<(), String> {
         .tokenizer()
         .encode(&a.prompt, !a.no_bos, !a.no_parse_special)
         .map_err(|e| e.to_string())?;
-    println!(
-        "{}",
-        serde_json::to_string(&ids).map_err(|e| e.to_string())?
-    );
-    Ok(())
+    let json = serde_json::to_string(&ids).map_err(|e| e.to_string())?;
+    super::write_stdout(&format!("{json}\n"))
 }
