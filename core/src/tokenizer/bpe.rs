@@ -2,12 +2,11 @@
 //! with GPT-2's byte→character mapping, split into characters, and the adjacent pair with
 //! the lowest merge rank is merged until no ranked pair remains.
 
-use alloc::collections::BinaryHeap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::cmp::Ordering;
+use core::cmp::Reverse;
 
-use super::spm::utf8_len;
+use super::merge::merge_pairs;
 use super::vocab::Vocab;
 use crate::error::{Error, Result};
 
@@ -92,39 +91,6 @@ impl Merges {
     }
 }
 
-struct Symbol {
-    start: usize,
-    len: usize,
-    prev: isize,
-    next: isize,
-}
-
-struct Bigram {
-    left: usize,
-    right: usize,
-    rank: u32,
-    /// (left text length, right text length) when the pair was ranked
-    lens: (usize, usize),
-}
-
-impl PartialEq for Bigram {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Bigram {}
-impl PartialOrd for Bigram {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Bigram {
-    /// Max-heap order: lowest rank first, then the leftmost.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.rank.cmp(&self.rank).then(o.left.cmp(&self.left))
-    }
-}
-
 /// Tokenizes one byte-mapped word and appends its ids.
 pub fn tokenize_word(
     vocab: &Vocab,
@@ -140,65 +106,12 @@ pub fn tokenize_word(
             return;
         }
     }
-    let mut syms: Vec<Symbol> = Vec::new();
-    let mut off = 0;
-    while off < w.len() {
-        let len = utf8_len(w[off]).min(w.len() - off);
-        let i = syms.len() as isize;
-        syms.push(Symbol {
-            start: off,
-            len,
-            prev: i - 1,
-            next: if off + len == w.len() { -1 } else { i + 1 },
-        });
-        off += len;
-    }
-    let text = |s: &Symbol| &w[s.start..s.start + s.len];
-    let mut heap = BinaryHeap::new();
-    let try_add = |syms: &[Symbol], heap: &mut BinaryHeap<Bigram>, left: isize, right: isize| {
-        if left < 0 || right < 0 {
-            return;
-        }
-        let (l, r) = (&syms[left as usize], &syms[right as usize]);
-        if let (Some(a), Some(b)) = (vocab.find(text(l)), vocab.find(text(r))) {
-            if let Some(rank) = merges.rank(a, b) {
-                heap.push(Bigram {
-                    left: left as usize,
-                    right: right as usize,
-                    rank,
-                    lens: (l.len, r.len),
-                });
-            }
-        }
-    };
-    for i in 1..syms.len() {
-        try_add(&syms, &mut heap, i as isize - 1, i as isize);
-    }
-    while let Some(b) = heap.pop() {
-        let (l, r) = (&syms[b.left], &syms[b.right]);
-        // outdated if either side changed since the pair was ranked
-        if l.len == 0 || r.len == 0 || (l.len, r.len) != b.lens || l.next != b.right as isize {
-            continue;
-        }
-        let rnext = r.next;
-        syms[b.left].len += syms[b.right].len;
-        syms[b.right].len = 0;
-        syms[b.left].next = rnext;
-        if rnext >= 0 {
-            syms[rnext as usize].prev = b.left as isize;
-        }
-        let prev = syms[b.left].prev;
-        try_add(&syms, &mut heap, prev, b.left as isize);
-        try_add(&syms, &mut heap, b.left as isize, rnext);
-    }
-    let mut i = if syms.is_empty() { -1 } else { 0 };
-    while i >= 0 {
-        let s = &syms[i as usize];
-        match vocab.find(text(s)) {
-            Some(id) => out.push(id),
-            // no token for the piece: its single bytes, where they are tokens
-            None => out.extend(text(s).iter().filter_map(|&b| vocab.find(&[b]))),
-        }
-        i = s.next;
-    }
+    // lower rank merges first
+    let priority =
+        |l: &[u8], r: &[u8], _: &[u8]| Some(Reverse(merges.rank(vocab.find(l)?, vocab.find(r)?)?));
+    merge_pairs(w, priority, |piece| match vocab.find(piece) {
+        Some(id) => out.push(id),
+        // no token for the piece: its single bytes, where they are tokens
+        None => out.extend(piece.iter().filter_map(|&b| vocab.find(&[b]))),
+    });
 }

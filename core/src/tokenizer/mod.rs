@@ -4,6 +4,7 @@
 //! detokenizer.
 
 mod bpe;
+mod merge;
 mod pretokenize;
 mod special;
 mod spm;
