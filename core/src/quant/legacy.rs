@@ -197,8 +197,8 @@ pub fn dequantize_q8_1(src: &[u8], dst: &mut [f32]) {
 // follow ggml's SIMD quantizers (x86 and ARM), which are what llama.cpp runs: `id = 127/amax`
 // and round-to-nearest-even (the plain-C reference differs in the last bit on ties).
 
-/// The value of largest magnitude, with its sign.
-fn signed_absmax(x: &[f32]) -> f32 {
+/// The value of largest magnitude, with its sign (the first one on ties).
+pub(crate) fn signed_absmax(x: &[f32]) -> f32 {
     let (mut amax, mut max) = (0.0f32, 0.0f32);
     for &v in x {
         if libm::fabsf(v) > amax {

@@ -114,14 +114,7 @@ pub fn affine_params(x: &[f32], nmax: f32) -> (f32, f32) {
 
 /// Scale of the largest magnitude (with sign) for symmetric quantization to `[-nmax, nmax-1]`.
 pub fn symmetric_scale(x: &[f32], nmax: f32) -> f32 {
-    let (mut amax, mut max) = (0.0f32, 0.0f32);
-    for &v in x {
-        if libm::fabsf(v) > amax {
-            amax = libm::fabsf(v);
-            max = v;
-        }
-    }
-    max / -nmax
+    crate::quant::legacy::signed_absmax(x) / -nmax
 }
 
 pub fn inv(d: f32) -> f32 {

@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{inv, nearest_int, symmetric_scale, Unpacked, GROUPS, QK_K};
-use crate::quant::legacy::{h, to_h};
+use crate::quant::legacy::{h, signed_absmax, to_h};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -66,7 +66,7 @@ pub fn quantize(src: &[f32], dst: &mut [u8]) {
     {
         let scales: [f32; GROUPS] =
             core::array::from_fn(|g| symmetric_scale(&x[g * 16..(g + 1) * 16], 4.0));
-        let max = symmetric_max(&scales);
+        let max = signed_absmax(&scales);
         let iscale = if max != 0.0 { -32.0 / max } else { 0.0 };
         b.d = to_h(inv(iscale));
         let d = h(b.d);
@@ -91,16 +91,4 @@ pub fn quantize(src: &[f32], dst: &mut [u8]) {
             }
         }
     }
-}
-
-/// The value of largest magnitude, with its sign.
-pub(super) fn symmetric_max(v: &[f32]) -> f32 {
-    let (mut amax, mut max) = (0.0f32, 0.0f32);
-    for &s in v {
-        if libm::fabsf(s) > amax {
-            amax = libm::fabsf(s);
-            max = s;
-        }
-    }
-    max
 }

@@ -2,9 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::q3_k::symmetric_max;
 use super::{inv, nearest_int, symmetric_scale, Unpacked, GROUPS, QK_K};
-use crate::quant::legacy::{h, to_h};
+use crate::quant::legacy::{h, signed_absmax, to_h};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -52,7 +51,7 @@ pub fn quantize(src: &[f32], dst: &mut [u8]) {
     {
         let scales: [f32; GROUPS] =
             core::array::from_fn(|g| symmetric_scale(&x[g * 16..(g + 1) * 16], 32.0));
-        let max = symmetric_max(&scales);
+        let max = signed_absmax(&scales);
         let iscale = if max != 0.0 { -128.0 / max } else { 0.0 };
         b.d = to_h(inv(iscale));
         let d = h(b.d);

@@ -42,14 +42,8 @@ pub fn quantize(src: &[f32], dst: &mut [u8]) {
         .chunks_exact(QK_K)
         .zip(bytemuck::cast_slice_mut::<u8, BlockQ8K>(dst))
     {
-        let (mut amax, mut max) = (0.0f32, 0.0f32);
-        for &v in x {
-            if libm::fabsf(v) > amax {
-                amax = libm::fabsf(v);
-                max = v;
-            }
-        }
-        if amax == 0.0 {
+        let max = crate::quant::legacy::signed_absmax(x);
+        if max == 0.0 {
             *b = BlockQ8K::zeroed();
             continue;
         }
