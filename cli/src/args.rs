@@ -23,6 +23,8 @@ pub enum Command {
     Tokenize(TokenizeArgs),
     /// Print a model's architecture, hyperparameters and tensor types.
     Info(InfoArgs),
+    /// Measure prompt processing (pp) and generation (tg) speed, like llama-bench.
+    Bench(BenchArgs),
 }
 
 #[derive(Args)]
@@ -100,4 +102,32 @@ pub struct InfoArgs {
     /// Path to a GGUF model file.
     #[arg(short = 'm', long = "model")]
     pub model: PathBuf,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Path to a GGUF model file.
+    #[arg(short = 'm', long = "model")]
+    pub model: PathBuf,
+    /// Prompt tokens for the pp test (0 skips it).
+    #[arg(short = 'p', long = "n-prompt", default_value_t = 512)]
+    pub n_prompt: usize,
+    /// Generated tokens for the tg test (0 skips it).
+    #[arg(short = 'n', long = "n-gen", default_value_t = 128)]
+    pub n_gen: usize,
+    /// Thread counts to test, comma separated (default: all cores).
+    #[arg(short = 't', long = "threads", value_delimiter = ',')]
+    pub threads: Vec<usize>,
+    /// Repetitions of each test (after one warm-up run).
+    #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
+    pub repetitions: usize,
+    /// Print one JSON array (llama-bench `-o json` field names) instead of a table.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// Output format, as llama-bench: md or json.
+    #[arg(short = 'o', long = "output", value_parser = ["md", "json"])]
+    pub output: Option<String>,
+    /// Force an instruction set (scalar, avx2, avx512, neon, simd128); also SUPERINFER_ISA.
+    #[arg(long = "isa")]
+    pub isa: Option<String>,
 }

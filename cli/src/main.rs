@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         args::Command::Run(a) => cmd::run::run(&a),
         args::Command::Tokenize(a) => cmd::tokenize::run(&a),
         args::Command::Info(a) => cmd::info::run(&a),
+        args::Command::Bench(a) => cmd::bench::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -114,13 +114,11 @@ fn teacher_forced_agrees(model: (&str, &str, &str)) {
     assert!(mean_kl <= 0.01, "mean KL {mean_kl} > 0.01");
 }
 
-/// Greedy generation through the public API equals llama.cpp's continuation, except after a
-/// position where llama.cpp itself had a near-tie (top-2 log-probs within `TIE`).
-///
-/// One more case is not a disagreement with llama.cpp's model output: llama.cpp generated
-/// token by token but computed `positions` in one batch, and its two paths round differently;
-/// where its generated token is not its own teacher-forced top-1, we require our token to be
-/// that top-1 (the fixture's logits) and stop comparing there.
+/// Greedy generation through the public API equals llama.cpp's continuation until a position
+/// where llama.cpp itself rates our token within `TIE` of its best (a near-tie, where rounding
+/// decides): there the two continuations may part, and comparing stops. llama.cpp generated
+/// token by token but computed `positions` in one batch, and its two paths round differently,
+/// so its generated token is not always its own teacher-forced top-1; the rule covers that.
 fn greedy_matches(model: (&str, &str, &str)) {
     let e = engine(model);
     let mut failures = Vec::new();
@@ -162,23 +160,19 @@ fn greedy_matches(model: (&str, &str, &str)) {
             )),
             Some(j) => {
                 let refs = top(&positions[prompt.len() - 1 + j]);
-                let margin = refs[0].1 - refs[1].1;
-                let self_inconsistent = want[j] != refs[0].0;
+                // llama.cpp's own log-prob of our token, from its top-32
+                let ours = refs.iter().find(|r| r.0 == got[j]).map(|r| r.1);
+                let behind = ours.map(|l| refs[0].1 - l);
                 eprintln!(
-                    "{}: greedy diverges at generated token {j}: llama.cpp's top-2 margin there {margin:.4}{}",
+                    "{}: greedy diverges at generated token {j}: ours {} is {} behind llama.cpp's teacher-forced top-1{}",
                     model.0,
-                    if self_inconsistent { " (llama.cpp's generated token is not its own teacher-forced top-1)" } else { "" }
+                    got[j],
+                    behind.map_or("not in the top-32".into(), |b| format!("{b:.4}")),
+                    if want[j] != refs[0].0 { " (llama.cpp's generated token is not its own teacher-forced top-1)" } else { "" }
                 );
-                if self_inconsistent {
-                    if got[j] != refs[0].0 {
-                        failures.push(format!(
-                            "{:?}: token {j} is {}, neither llama.cpp's generated {} nor its teacher-forced top-1 {}",
-                            case["prompt"], got[j], want[j], refs[0].0
-                        ));
-                    }
-                } else if margin >= TIE {
+                if behind.is_none_or(|b| b >= TIE) {
                     failures.push(format!(
-                        "{:?}: token {j} is {} (llama.cpp {}) where llama.cpp's margin is {margin:.3}",
+                        "{:?}: token {j} is {} (llama.cpp {}), not within {TIE} of llama.cpp's top-1 there",
                         case["prompt"], got[j], want[j]
                     ));
                 }

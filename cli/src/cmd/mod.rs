@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod info;
 pub mod run;
 pub mod tokenize;
@@ -12,12 +13,7 @@ use crate::args::ModelArgs;
 
 /// Loads the model named by the flags, with a progress line on stderr.
 pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
-    let isa = match &m.isa {
-        None => None,
-        Some(s) => Some(Isa::from_name(s).ok_or_else(|| {
-            format!("--isa '{s}' is not one of scalar, avx2, avx512, neon, simd128")
-        })?),
-    };
+    let isa = parse_isa(m.isa.as_deref())?;
     let tty = std::io::stderr().is_terminal();
     if tty {
         eprint!("loading {} ...", m.model.display());
@@ -40,6 +36,16 @@ pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
         eprintln!(" done in {:.2} s", t.elapsed().as_secs_f64());
     }
     Ok(engine)
+}
+
+/// The `--isa` flag's value.
+pub fn parse_isa(s: Option<&str>) -> Result<Option<Isa>, String> {
+    match s {
+        None => Ok(None),
+        Some(s) => Isa::from_name(s).map(Some).ok_or_else(|| {
+            format!("--isa '{s}' is not one of scalar, avx2, avx512, neon, simd128")
+        }),
+    }
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.

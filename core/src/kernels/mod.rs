@@ -5,7 +5,16 @@
 //! The core never detects CPU features itself (it has no OS to ask): the frontend fills a
 //! [`CpuFeatures`] (std: `is_x86_feature_detected!`; wasm: compile-time `simd128`).
 
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 pub mod generic;
+#[cfg(target_arch = "wasm32")]
+mod wasm32;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+#[cfg(test)]
+mod tests;
 
 use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn};
 
@@ -98,15 +107,67 @@ impl Kernels {
     }
 }
 
+impl CpuFeatures {
+    /// The ISAs these features can run, best first (scalar is always last).
+    pub fn available(&self) -> alloc::vec::Vec<Isa> {
+        let mut v = alloc::vec::Vec::new();
+        if cfg!(target_arch = "x86_64") {
+            if self.avx512f && self.avx512bw && self.avx512vl && self.avx2 && self.fma && self.f16c
+            {
+                v.push(Isa::Avx512);
+            }
+            if self.avx2 && self.fma && self.f16c {
+                v.push(Isa::Avx2);
+            }
+        }
+        if cfg!(target_arch = "aarch64") && self.neon {
+            v.push(Isa::Neon);
+        }
+        if cfg!(target_arch = "wasm32") && self.simd128 {
+            v.push(Isa::Simd128);
+        }
+        v.push(Isa::Scalar);
+        v
+    }
+}
+
 /// The best table for these features, or the one asked for by `force` (an error names an ISA
 /// this CPU or build cannot run).
 pub fn select(features: &CpuFeatures, force: Option<Isa>) -> Result<Kernels, crate::Error> {
-    let _ = features;
-    match force {
-        None | Some(Isa::Scalar) => Ok(Kernels::scalar()),
-        Some(other) => Err(crate::Error::InvalidArgument(alloc::format!(
-            "ISA '{}' is not available in this build or on this CPU (available: scalar)",
-            other.name()
-        ))),
+    let available = features.available();
+    let isa = match force {
+        None => available[0],
+        Some(isa) if available.contains(&isa) => isa,
+        Some(other) => {
+            let names: alloc::vec::Vec<&str> = available.iter().map(|i| i.name()).collect();
+            return Err(crate::Error::InvalidArgument(alloc::format!(
+                "ISA '{}' is not available in this build or on this CPU (available: {})",
+                other.name(),
+                names.join(", ")
+            )));
+        }
+    };
+    let mut k = Kernels::scalar();
+    k.isa = isa;
+    // SAFETY (all arms): `available()` only lists an ISA when `features` reports every
+    // target feature its kernels are compiled for.
+    match isa {
+        Isa::Scalar => {}
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { x86::fill_avx2(&mut k, features) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { x86::fill_avx512(&mut k, features) },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => unsafe { aarch64::fill_neon(&mut k, features) },
+        #[cfg(target_arch = "wasm32")]
+        Isa::Simd128 => unsafe { wasm32::fill_simd128(&mut k, features) },
+        #[allow(unreachable_patterns)]
+        _ => {
+            return Err(crate::Error::InvalidArgument(alloc::format!(
+                "ISA '{}' has no kernels for this target",
+                isa.name()
+            )))
+        }
     }
+    Ok(k)
 }

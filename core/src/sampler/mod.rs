@@ -3,7 +3,7 @@
 
 mod filters;
 mod penalties;
-mod rng;
+pub(crate) mod rng;
 
 #[cfg(test)]
 mod tests;

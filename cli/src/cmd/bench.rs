@@ -1,0 +1,228 @@
+//! `superinfer bench`: prompt-processing (pp) and token-generation (tg) throughput, measured
+//! the way llama-bench measures it, so the two tools' numbers can be put side by side.
+//!
+//! For every thread count: a pp test evaluates `-p` random tokens from an empty context; a tg
+//! test decodes `-n` tokens one at a time from an empty context (logits computed each step,
+//! no sampling). Each test runs once as a warm-up, then `-r` times; t/s is tokens / wall time
+//! per repetition, reported as mean ± sample standard deviation.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use serde_json::json;
+use superinfer_runtime::core::sampler::Rng;
+use superinfer_runtime::{Engine, EngineOptions, SessionOptions};
+
+use crate::args::BenchArgs;
+use crate::cmd::{parse_isa, write_stdout};
+
+struct Test {
+    n_prompt: usize,
+    n_gen: usize,
+    threads: usize,
+    samples_ns: Vec<u64>,
+    peak_rss: Option<u64>,
+}
+
+impl Test {
+    fn tokens(&self) -> usize {
+        self.n_prompt + self.n_gen
+    }
+
+    fn samples_ts(&self) -> Vec<f64> {
+        self.samples_ns
+            .iter()
+            .map(|&ns| self.tokens() as f64 * 1e9 / ns.max(1) as f64)
+            .collect()
+    }
+
+    fn name(&self) -> String {
+        match (self.n_prompt, self.n_gen) {
+            (p, 0) => format!("pp{p}"),
+            (0, g) => format!("tg{g}"),
+            (p, g) => format!("pp{p}+tg{g}"),
+        }
+    }
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var.sqrt())
+}
+
+/// Peak resident set size of this process (Linux), after `reset_peak_rss`.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn reset_peak_rss() {
+    // "5" resets VmHWM to the current RSS (Linux >= 4.0); harmless where unsupported
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn random_tokens(rng: &mut Rng, n_vocab: usize, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|_| (rng.next_u64() % n_vocab as u64) as u32)
+        .collect()
+}
+
+/// One repetition: wall time in ns.
+fn run_once(
+    engine: &Engine,
+    n_ctx: usize,
+    p: usize,
+    g: usize,
+    rng: &mut Rng,
+) -> Result<u64, String> {
+    let mut s = engine
+        .session(&SessionOptions { n_ctx })
+        .map_err(|e| e.to_string())?;
+    let n_vocab = engine.config().n_vocab;
+    let prompt = random_tokens(rng, n_vocab, p);
+    let gen = random_tokens(rng, n_vocab, g);
+    let t = Instant::now();
+    if p > 0 {
+        s.feed(&prompt).map_err(|e| e.to_string())?;
+    }
+    for &tok in &gen {
+        s.feed(&[tok]).map_err(|e| e.to_string())?;
+    }
+    Ok(t.elapsed().as_nanos() as u64)
+}
+
+pub fn run(a: &BenchArgs) -> Result<(), String> {
+    if a.repetitions == 0 {
+        return Err("-r/--repetitions must be at least 1".into());
+    }
+    let isa = parse_isa(a.isa.as_deref())?;
+    let threads = if a.threads.is_empty() {
+        vec![std::thread::available_parallelism().map_or(1, |n| n.get())]
+    } else {
+        a.threads.clone()
+    };
+    if threads.contains(&0) {
+        return Err("-t: thread counts must be at least 1".into());
+    }
+    let model_name = a
+        .model
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut rng = Rng::new(1234);
+    let mut tests = Vec::new();
+    let mut header = None;
+    for &t in &threads {
+        let engine = Engine::load(&a.model, &EngineOptions { threads: t, isa })
+            .map_err(|e| e.to_string())?;
+        let kinds: Vec<(usize, usize)> = [(a.n_prompt, 0), (0, a.n_gen)]
+            .into_iter()
+            .filter(|&(p, g)| p + g > 0)
+            .collect();
+        for (p, g) in kinds {
+            let n_ctx = (p + g).max(1);
+            if n_ctx > engine.config().n_ctx_train {
+                return Err(format!(
+                    "test of {} tokens exceeds the model's trained context of {}",
+                    n_ctx,
+                    engine.config().n_ctx_train
+                ));
+            }
+            // warm-up (page in the weights, grow the scratch buffers)
+            run_once(&engine, n_ctx, p, g.min(1), &mut rng)?;
+            reset_peak_rss();
+            let mut samples_ns = Vec::with_capacity(a.repetitions);
+            for _ in 0..a.repetitions {
+                samples_ns.push(run_once(&engine, n_ctx, p, g, &mut rng)?);
+            }
+            let test = Test {
+                n_prompt: p,
+                n_gen: g,
+                threads: t,
+                samples_ns,
+                peak_rss: peak_rss(),
+            };
+            if !(a.json || a.output.as_deref() == Some("json")) {
+                let (m, sd) = mean_sd(&test.samples_ts());
+                eprintln!("{:>8} t={} {:>10.2} ± {:.2} t/s", test.name(), t, m, sd);
+            }
+            tests.push(test);
+        }
+        header.get_or_insert_with(|| {
+            (
+                engine.isa().name(),
+                engine.file_size(),
+                engine.weights().bytes_per_token(),
+                engine.config().arch.name(),
+            )
+        });
+    }
+    let Some((isa_name, file_size, bytes_per_token, arch)) = header else {
+        return Ok(());
+    };
+
+    let mut o = String::new();
+    if a.json || a.output.as_deref() == Some("json") {
+        let arr: Vec<_> = tests
+            .iter()
+            .map(|t| {
+                let ts = t.samples_ts();
+                let (avg_ts, stddev_ts) = mean_sd(&ts);
+                let ns: Vec<f64> = t.samples_ns.iter().map(|&x| x as f64).collect();
+                let (avg_ns, stddev_ns) = mean_sd(&ns);
+                json!({
+                    "model_filename": a.model.display().to_string(),
+                    "model_type": arch,
+                    "model_size": file_size,
+                    "n_prompt": t.n_prompt,
+                    "n_gen": t.n_gen,
+                    "n_threads": t.threads,
+                    "avg_ns": avg_ns as u64,
+                    "stddev_ns": stddev_ns as u64,
+                    "avg_ts": avg_ts,
+                    "stddev_ts": stddev_ts,
+                    "samples_ns": t.samples_ns,
+                    "samples_ts": ts,
+                    "isa": isa_name,
+                    "bytes_per_token": bytes_per_token,
+                    "peak_rss_bytes": t.peak_rss,
+                })
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "{}",
+            serde_json::to_string_pretty(&arr).map_err(|e| e.to_string())?
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "| model | size | bytes/token | isa | threads | test | t/s |"
+        );
+        let _ = writeln!(o, "| --- | ---: | ---: | --- | ---: | ---: | ---: |");
+        for t in &tests {
+            let (m, sd) = mean_sd(&t.samples_ts());
+            let _ = writeln!(
+                o,
+                "| {} | {:.2} MiB | {:.2} MiB | {} | {} | {} | {:.2} ± {:.2} |",
+                model_name,
+                file_size as f64 / (1u64 << 20) as f64,
+                bytes_per_token as f64 / (1u64 << 20) as f64,
+                isa_name,
+                t.threads,
+                t.name(),
+                m,
+                sd
+            );
+        }
+    }
+    write_stdout(&o)
+}

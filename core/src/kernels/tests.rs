@@ -1,0 +1,337 @@
+//! Parity of every ISA's kernels with the scalar oracle, on random and edge-case rows.
+//!
+//! Each ISA has its own test; on a CPU (or target) that cannot run it, the test prints
+//! `SKIPPED` with the reason instead of passing silently on scalar code.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use std::eprintln;
+
+use super::*;
+use crate::quant::{self, GgmlType};
+use crate::sampler::rng::Rng;
+
+/// The CPU features of the machine running the tests.
+pub(crate) fn host_features() -> CpuFeatures {
+    #[allow(unused_mut)]
+    let mut f = CpuFeatures::default();
+    #[cfg(target_arch = "x86_64")]
+    {
+        f.avx2 = std::is_x86_feature_detected!("avx2");
+        f.fma = std::is_x86_feature_detected!("fma");
+        f.f16c = std::is_x86_feature_detected!("f16c");
+        f.avx512f = std::is_x86_feature_detected!("avx512f");
+        f.avx512bw = std::is_x86_feature_detected!("avx512bw");
+        f.avx512vl = std::is_x86_feature_detected!("avx512vl");
+        f.avx512vnni = std::is_x86_feature_detected!("avx512vnni");
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        f.neon = std::arch::is_aarch64_feature_detected!("neon");
+        f.dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        f.simd128 = cfg!(target_feature = "simd128");
+    }
+    f
+}
+
+/// The table for `isa` on this host, or `None` (after printing why) when it cannot run here.
+pub(crate) fn table_or_skip(isa: Isa) -> Option<Kernels> {
+    match select(&host_features(), Some(isa)) {
+        Ok(k) => Some(k),
+        Err(e) => {
+            eprintln!("SKIPPED {} kernel parity: {e}", isa.name());
+            None
+        }
+    }
+}
+
+/// Weight formats every ISA's table must cover.
+pub(crate) const WEIGHT_TYPES: [GgmlType; 13] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+/// Row shapes: `(values, kind)` where kind picks the value distribution.
+#[derive(Clone, Copy, Debug)]
+enum Fill {
+    Normal,
+    Zero,
+    /// Magnitudes near the top of f16's range, so scales are extreme.
+    Huge,
+    /// Tiny magnitudes (subnormal f16 scales).
+    Tiny,
+    /// One large outlier in otherwise small values.
+    Outlier,
+}
+
+fn values(rng: &mut Rng, n: usize, fill: Fill) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            let g = ((rng.next_f64() as f32) - 0.5) * 2.0;
+            match fill {
+                Fill::Normal => g,
+                Fill::Zero => 0.0,
+                Fill::Huge => g * 4.0e3,
+                Fill::Tiny => g * 1.0e-6,
+                Fill::Outlier => {
+                    if i % 97 == 5 {
+                        50.0
+                    } else {
+                        g * 0.01
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+fn quantized(k: &Kernels, ty: GgmlType, x: &[f32]) -> Vec<u8> {
+    let mut out = vec![0u8; ty.bytes_for(x.len() as u64).unwrap() as usize];
+    (k.quantize_row(ty).unwrap())(x, &mut out);
+    out
+}
+
+/// Random bytes with every f16 scale field made finite: exercises quant patterns the
+/// quantizers never produce (e.g. Q8_K activations at -128, all scale bits set).
+fn raw_row(rng: &mut Rng, ty: GgmlType, n: usize) -> Vec<u8> {
+    let mut b: Vec<u8> = (0..ty.bytes_for(n as u64).unwrap())
+        .map(|_| (rng.next_u64() >> 56) as u8)
+        .collect();
+    let bs = ty.block_bytes();
+    let scale_fields: &[usize] = match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q8_1 => &[0, 2],
+        GgmlType::Q2_K => &[80, 82],
+        GgmlType::Q3_K => &[108],
+        GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        // float rows: regenerate as finite values below
+        _ => &[],
+    };
+    for blk in b.chunks_exact_mut(bs) {
+        for &o in scale_fields {
+            let v = half::f16::from_f32(((rng.next_f64() as f32) - 0.5) * 0.02);
+            blk[o..o + 2].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    // int8 activations never hold -128 (the quantizers clamp to [-127, 127]); the SIMD
+    // sign tricks rely on it, as ggml's do
+    let qs_range: Option<(usize, usize)> = match ty {
+        GgmlType::Q8_0 => Some((2, 34)),
+        GgmlType::Q8_1 => Some((4, 36)),
+        GgmlType::Q8_K => Some((4, 260)),
+        _ => None,
+    };
+    if let Some((lo, hi)) = qs_range {
+        for blk in b.chunks_exact_mut(bs) {
+            for q in &mut blk[lo..hi] {
+                if *q == 0x80 {
+                    *q = 0x81;
+                }
+            }
+            if ty == GgmlType::Q8_K {
+                // bsums must be the true group sums, as the quantizer writes them
+                for g in 0..16 {
+                    let s: i32 = blk[4 + 16 * g..4 + 16 * (g + 1)]
+                        .iter()
+                        .map(|&q| q as i8 as i32)
+                        .sum();
+                    blk[260 + 2 * g..262 + 2 * g].copy_from_slice(&(s as i16).to_le_bytes());
+                }
+                let d = (rng.next_f64() as f32 - 0.5) * 0.02;
+                blk[0..4].copy_from_slice(&d.to_le_bytes());
+            }
+        }
+    }
+    if matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
+        let x = values(rng, n, Fill::Normal);
+        b = quantized(&Kernels::scalar(), ty, &x);
+    }
+    b
+}
+
+/// Scale of the terms summed, for a tolerance relative to the accumulation's magnitude.
+fn magnitude(ty: GgmlType, w: &[u8], at: GgmlType, a: &[u8], n: usize) -> f64 {
+    let mut wf = vec![0.0f32; n];
+    let mut af = vec![0.0f32; n];
+    quant::dequantize_row(ty, w, &mut wf).unwrap();
+    quant::dequantize_row(at, a, &mut af).unwrap();
+    let mut m: f64 = wf
+        .iter()
+        .zip(&af)
+        .map(|(x, y)| (*x as f64 * *y as f64).abs())
+        .sum();
+    // the Q4_1/Q5_1 min term and the k-quant mins enter as separate products
+    m += wf.iter().map(|x| (*x as f64).abs()).sum::<f64>() * 1e-3;
+    m
+}
+
+fn check(isa_k: &Kernels, ty: GgmlType, w: &[u8], a: &[u8], n: usize, what: &str) {
+    let scalar = Kernels::scalar();
+    let at = quant::vec_dot_type(ty).unwrap();
+    let want = (scalar.vec_dot(ty).unwrap())(n, w, a);
+    let got = (isa_k.vec_dot(ty).unwrap())(n, w, a);
+    if at == GgmlType::Q8_K {
+        // k-quant kernels reduce each super-block to exact integers and round like the
+        // scalar oracle: the same bits on every ISA
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "{} {ty} {what} n={n}: got {got}, scalar {want} (must be bit-identical)",
+            isa_k.isa().name()
+        );
+        return;
+    }
+    let tol = 2e-5 * magnitude(ty, w, at, a, n) + 1e-30;
+    assert!(
+        ((got - want) as f64).abs() <= tol && got.is_finite() == want.is_finite(),
+        "{} {ty} {what} n={n}: got {got}, scalar {want} (tol {tol:e})",
+        isa_k.isa().name()
+    );
+}
+
+/// Row lengths in blocks: single, odd, and long enough for every unrolled loop's tail.
+const BLOCK_COUNTS: [usize; 7] = [1, 2, 3, 5, 8, 17, 40];
+
+pub(crate) fn parity(isa: Isa) {
+    let Some(k) = table_or_skip(isa) else { return };
+    assert_eq!(k.isa(), isa);
+    let mut rng = Rng::new(0x5eed_0000 + isa as u64);
+    for ty in WEIGHT_TYPES {
+        let at = quant::vec_dot_type(ty).unwrap();
+        let qk = ty.block_len().max(at.block_len());
+        for nb in BLOCK_COUNTS {
+            let n = qk * nb;
+            for fill in [
+                Fill::Normal,
+                Fill::Zero,
+                Fill::Huge,
+                Fill::Tiny,
+                Fill::Outlier,
+            ] {
+                let w = quantized(&Kernels::scalar(), ty, &values(&mut rng, n, fill));
+                let x = values(
+                    &mut rng,
+                    n,
+                    if matches!(fill, Fill::Zero) {
+                        Fill::Normal
+                    } else {
+                        fill
+                    },
+                );
+                // activations through the ISA's own quantizer must match the scalar bytes
+                let a = quantized(&Kernels::scalar(), at, &x);
+                assert_eq!(
+                    quantized(&k, at, &x),
+                    a,
+                    "{} quantize_row {at} differs from scalar ({fill:?}, n={n})",
+                    isa.name()
+                );
+                check(&k, ty, &w, &a, n, &alloc::format!("{fill:?}"));
+            }
+            for _ in 0..4 {
+                let w = raw_row(&mut rng, ty, n);
+                let a = if matches!(at, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
+                    quantized(&Kernels::scalar(), at, &values(&mut rng, n, Fill::Normal))
+                } else {
+                    raw_row(&mut rng, at, n)
+                };
+                check(&k, ty, &w, &a, n, "raw bytes");
+            }
+        }
+    }
+}
+
+#[test]
+fn scalar_table_covers_every_weight_type() {
+    let k = Kernels::scalar();
+    for ty in WEIGHT_TYPES {
+        assert!(k.vec_dot(ty).is_some(), "{ty}");
+        assert!(
+            k.quantize_row(quant::vec_dot_type(ty).unwrap()).is_some(),
+            "{ty}"
+        );
+    }
+}
+
+#[test]
+fn every_isa_table_covers_every_weight_type() {
+    for isa in host_features().available() {
+        let k = select(&host_features(), Some(isa)).unwrap();
+        for ty in WEIGHT_TYPES {
+            assert!(k.vec_dot(ty).is_some(), "{} {ty}", isa.name());
+        }
+    }
+}
+
+#[test]
+fn unavailable_isa_is_an_error() {
+    let none = CpuFeatures::default();
+    assert_eq!(none.available(), vec![Isa::Scalar]);
+    for isa in [Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Simd128] {
+        assert!(select(&none, Some(isa)).is_err(), "{}", isa.name());
+    }
+}
+
+#[test]
+fn parity_avx2() {
+    parity(Isa::Avx2);
+}
+
+#[test]
+fn parity_avx512() {
+    parity(Isa::Avx512);
+}
+
+#[test]
+fn parity_neon() {
+    parity(Isa::Neon);
+}
+
+#[test]
+fn parity_simd128() {
+    parity(Isa::Simd128);
+}
+
+/// The AVX-512 kernels keep the AVX2 kernels' rounding order: same bits, every format.
+#[test]
+fn avx512_equals_avx2_bit_for_bit() {
+    let (Some(k2), Some(k5)) = (table_or_skip(Isa::Avx2), table_or_skip(Isa::Avx512)) else {
+        return;
+    };
+    let mut rng = Rng::new(77);
+    for ty in WEIGHT_TYPES {
+        let at = quant::vec_dot_type(ty).unwrap();
+        let qk = ty.block_len().max(at.block_len());
+        for nb in BLOCK_COUNTS {
+            let n = qk * nb;
+            for fill in [Fill::Normal, Fill::Huge, Fill::Outlier] {
+                let w = quantized(&Kernels::scalar(), ty, &values(&mut rng, n, fill));
+                let a = quantized(&Kernels::scalar(), at, &values(&mut rng, n, fill));
+                let (x, y) = (
+                    (k2.vec_dot(ty).unwrap())(n, &w, &a),
+                    (k5.vec_dot(ty).unwrap())(n, &w, &a),
+                );
+                assert_eq!(
+                    x.to_bits(),
+                    y.to_bits(),
+                    "{ty} {fill:?} n={n}: avx2 {x}, avx512 {y}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! x86_64 kernels: AVX2 (+FMA, F16C) and AVX-512 (F/BW/VL, VNNI where present).
+//!
+//! Every kernel is an `unsafe fn` compiled with `#[target_feature]`; the table holds safe
+//! wrappers, and the `fill_*` functions that install them are `unsafe` with one contract:
+//! only call them when the CPU has the features (checked by `CpuFeatures::available`).
+
+mod avx2;
+mod avx512;
+
+use super::{CpuFeatures, Kernels};
+use crate::quant::GgmlType;
+
+/// Wraps `unsafe fn(usize, &[u8], &[u8]) -> f32` kernels in safe `fn`s of the same name.
+macro_rules! safe_dots {
+    ($module:ident: $($name:ident),* $(,)?) => {
+        $(
+            pub(super) fn $name(n: usize, w: &[u8], a: &[u8]) -> f32 {
+                // SAFETY: these wrappers are installed only by the `fill_*` of their ISA,
+                // whose callers guarantee the CPU supports its target features.
+                unsafe { $module::$name(n, w, a) }
+            }
+        )*
+    };
+}
+pub(super) use safe_dots;
+
+mod avx2_safe {
+    use super::avx2;
+    super::safe_dots!(avx2: dot_f32, dot_f16, dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
+}
+
+mod avx512_safe {
+    use super::avx512;
+    super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
+}
+
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C.
+pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
+    use avx2_safe::*;
+    k.set_vec_dot(GgmlType::F32, dot_f32);
+    k.set_vec_dot(GgmlType::F16, dot_f16);
+    k.set_vec_dot(GgmlType::Q4_0, dot_q4_0);
+    k.set_vec_dot(GgmlType::Q5_0, dot_q5_0);
+    k.set_vec_dot(GgmlType::Q8_0, dot_q8_0);
+    k.set_vec_dot(GgmlType::Q4_K, dot_q4_k);
+    k.set_vec_dot(GgmlType::Q6_K, dot_q6_k);
+}
+
+/// # Safety
+/// The CPU must support AVX-512 F, BW and VL, plus AVX2, FMA and F16C; VNNI kernels are
+/// installed only when `f.avx512vnni` says the CPU has it.
+pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
+    // SAFETY: AVX-512 implies the AVX2 set here (checked by `available`).
+    unsafe { fill_avx2(k, f) };
+    if f.avx512vnni {
+        use avx512_safe::*;
+        k.set_vec_dot(GgmlType::Q4_0, dot_q4_0);
+        k.set_vec_dot(GgmlType::Q5_0, dot_q5_0);
+        k.set_vec_dot(GgmlType::Q8_0, dot_q8_0);
+        k.set_vec_dot(GgmlType::Q4_K, dot_q4_k);
+        k.set_vec_dot(GgmlType::Q6_K, dot_q6_k);
+    }
+}

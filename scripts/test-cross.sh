@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Cross-ISA kernel parity: runs superinfer-core's kernel tests (`kernels::`) on targets this
+# machine cannot run natively, and fails unless each ISA's parity test really ran and passed:
+#   aarch64  under qemu-user, twice: CPU `max` (NEON + dotprod: the SDOT kernels) and
+#            `cortex-a53` (ARMv8.0, NEON only: the widening-multiply kernels);
+#   wasm32   wasip1 built with simd128, under Node's WASI (scripts/wasi-runner.mjs).
+# Installs what it needs when missing (apt packages, rustup targets). Builds go to
+# target-cross/ so they never disturb the native target/ directory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export CARGO_TARGET_DIR="$root/target-cross"
+# host-specific flags (e.g. -C target-cpu=native) must not leak into the cross builds
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+
+# ---- prerequisites ----
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    sudo=sudo
+fi
+missing=()
+command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/lib/libc.so ] || missing+=(libc6-dev-arm64-cross)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "test-cross: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+for target in aarch64-unknown-linux-gnu wasm32-wasip1; do
+    if ! rustup target list --installed | grep -qx "$target"; then
+        rustup target add "$target"
+    fi
+done
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+    echo "test-cross: Node >= 20 is required for WASI preview1 (found: $(node --version 2>/dev/null || echo none))" >&2
+    exit 1
+fi
+
+# ---- runs ----
+
+failures=0
+
+# run_parity LABEL ISA CARGO_ARGS... : runs the tests, then checks that parity_ISA ran, passed
+# and was not skipped.
+run_parity() {
+    local label=$1 isa=$2
+    shift 2
+    local log start status=0
+    log=$(mktemp)
+    start=$SECONDS
+    echo "== $label"
+    "$@" 2>&1 | tee "$log" || status=$?
+    if [ "$status" -ne 0 ]; then
+        echo "test-cross: $label: tests failed (exit $status)" >&2
+        failures=$((failures + 1))
+    elif grep -q "SKIPPED $isa " "$log"; then
+        echo "test-cross: $label: parity_$isa was SKIPPED" >&2
+        failures=$((failures + 1))
+    elif ! grep -q "^test kernels::tests::parity_$isa \.\.\. ok$" "$log"; then
+        echo "test-cross: $label: parity_$isa did not run" >&2
+        failures=$((failures + 1))
+    else
+        echo "test-cross: $label: ok ($((SECONDS - start))s)"
+    fi
+    rm -f "$log"
+}
+
+qemu="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+for cpu in max cortex-a53; do
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -cpu $cpu" \
+        run_parity "aarch64 (qemu -cpu $cpu)" neon \
+        cargo test -p superinfer-core --lib --target aarch64-unknown-linux-gnu \
+        -- kernels:: --nocapture
+done
+
+RUSTFLAGS="-C target-feature=+simd128" \
+CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings $root/scripts/wasi-runner.mjs" \
+    run_parity "wasm32-wasip1 simd128 (node $(node --version))" simd128 \
+    cargo test -p superinfer-core --lib --target wasm32-wasip1 \
+    -- kernels:: --nocapture --test-threads=1
+
+if [ "$failures" -ne 0 ]; then
+    echo "test-cross: $failures run(s) failed" >&2
+    exit 1
+fi
+echo "test-cross: all runs passed in ${SECONDS}s"
