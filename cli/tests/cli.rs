@@ -203,3 +203,81 @@ fn info_describes_the_model() {
         "{s}"
     );
 }
+
+#[test]
+fn bench_reports_llama_bench_fields() {
+    let p = model("bench");
+    let out = superinfer(&[
+        "bench",
+        "-m",
+        p.to_str().unwrap(),
+        "-p",
+        "8",
+        "-n",
+        "4",
+        "-t",
+        "1,2",
+        "-r",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON array");
+    let rows = v.as_array().unwrap();
+    // pp and tg for each of the two thread counts
+    assert_eq!(rows.len(), 4);
+    let mut seen = Vec::new();
+    for r in rows {
+        let (np, ng, t) = (
+            r["n_prompt"].as_u64().unwrap(),
+            r["n_gen"].as_u64().unwrap(),
+            r["n_threads"].as_u64().unwrap(),
+        );
+        seen.push((np, ng, t));
+        assert!(r["model_filename"].as_str().unwrap().ends_with(".gguf"));
+        let samples = r["samples_ts"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "one sample per repetition");
+        let mean = samples.iter().map(|s| s.as_f64().unwrap()).sum::<f64>() / 2.0;
+        assert!((r["avg_ts"].as_f64().unwrap() - mean).abs() <= 1e-9 * mean.max(1.0));
+        assert!(r["avg_ts"].as_f64().unwrap() > 0.0);
+        assert!(r["stddev_ts"].as_f64().unwrap() >= 0.0);
+        assert!(r["bytes_per_token"].as_u64().unwrap() > 0);
+        assert!(!r["isa"].as_str().unwrap().is_empty());
+    }
+    seen.sort();
+    assert_eq!(seen, vec![(0, 4, 1), (0, 4, 2), (8, 0, 1), (8, 0, 2)]);
+    // -n 0 skips tg, as in llama-bench
+    let out = superinfer(&[
+        "bench",
+        "-m",
+        p.to_str().unwrap(),
+        "-p",
+        "4",
+        "-n",
+        "0",
+        "-r",
+        "1",
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    assert_eq!(v[0]["n_gen"], 0);
+}
+
+#[test]
+fn bench_bad_flags() {
+    let p = model("bench-flags");
+    let m = p.to_str().unwrap();
+    assert_clean_error(&superinfer(&["bench", "-m", m, "-r", "0"]), "repetitions");
+    assert_clean_error(&superinfer(&["bench", "-m", m, "-t", "0"]), "thread");
+    assert_clean_error(&superinfer(&["bench", "-m", m, "--isa", "mmx"]), "mmx");
+    assert_clean_error(
+        &superinfer(&["bench", "-m", m, "-p", "100000", "-n", "0"]),
+        "context",
+    );
+}
