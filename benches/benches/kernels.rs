@@ -59,15 +59,24 @@ fn matvec_bench(c: &mut Criterion) {
             group.throughput(Throughput::Bytes(data.len() as u64));
             for (isa, k) in tables() {
                 let mut act = ActBuf::default();
-                let xq = act.quantize(&k, w.act_type(), &x).unwrap().to_vec();
-                group.bench_function(BenchmarkId::new(format!("{label}-1t"), isa.name()), |b| {
-                    b.iter(|| matvec(&k, &Sequential, &w, &xq, &mut out).unwrap())
+                let xq = act.quantize(&k, w.act_type(), &x).unwrap();
+                // the matrix as the engine holds it: interleaved where this ISA has a kernel
+                let mut w = w.clone();
+                let layout = if w.interleave(&k).unwrap() {
+                    "x8"
+                } else {
+                    "rows"
+                };
+                let id = |t: &str| {
+                    BenchmarkId::new(format!("{label}-{t}"), format!("{}-{layout}", isa.name()))
+                };
+                group.bench_function(id("1t"), |b| {
+                    b.iter(|| matvec(&k, &Sequential, &w, xq, &mut out).unwrap())
                 });
                 if label == "dram" {
-                    group
-                        .bench_function(BenchmarkId::new(format!("{label}-2t"), isa.name()), |b| {
-                            b.iter(|| matvec(&k, &pool, &w, &xq, &mut out).unwrap())
-                        });
+                    group.bench_function(id("2t"), |b| {
+                        b.iter(|| matvec(&k, &pool, &w, xq, &mut out).unwrap())
+                    });
                 }
             }
         }

@@ -22,6 +22,9 @@ pub struct EngineOptions {
     pub threads: usize,
     /// Force an instruction set instead of the best detected one.
     pub isa: Option<Isa>,
+    /// Keep weights in ggml's row layout as mapped from the file instead of repacking the
+    /// formats the kernels have an interleaved layout for (`SUPERINFER_NO_REPACK=1` too).
+    pub no_repack: bool,
 }
 
 pub struct Engine {
@@ -53,7 +56,19 @@ impl Engine {
             None => cpu::isa_from_env().map_err(Error::Usage)?,
         };
         let kernels = kernels::select(&features, isa).map_err(|e| Error::Usage(e.to_string()))?;
-        let weights = Weights::from_gguf(&file, &kernels).map_err(|e| Error::model(path, e))?;
+        let mut weights = Weights::from_gguf(&file, &kernels).map_err(|e| Error::model(path, e))?;
+        let no_repack = opts.no_repack
+            || std::env::var("SUPERINFER_NO_REPACK").is_ok_and(|v| !v.is_empty() && v != "0");
+        if !no_repack {
+            let repacked = weights
+                .interleave(&kernels)
+                .map_err(|e| Error::model(path, e))?;
+            // the file's copy of the repacked bytes is not read again: let the kernel drop
+            // those pages from our resident set (they stay in the page cache)
+            if repacked > 0 {
+                map.release();
+            }
+        }
         let tokenizer = Tokenizer::from_gguf(&file).map_err(|e| Error::model(path, e))?;
         let threads = if opts.threads == 0 {
             std::thread::available_parallelism()

@@ -38,4 +38,18 @@ impl MappedFile {
     pub fn bytes(&self) -> &[u8] {
         &self.map
     }
+
+    /// Drops the mapping's pages from the resident set (`MADV_DONTNEED`); the bytes stay
+    /// readable and are faulted back in from the page cache when touched again.
+    pub fn release(&self) {
+        #[cfg(unix)]
+        {
+            // SAFETY: the mapping is read-only and file-backed, so DONTNEED discards nothing
+            // that cannot be read back from the file.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+            };
+        }
+    }
 }

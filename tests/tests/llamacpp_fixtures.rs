@@ -17,7 +17,7 @@ fn engine(model: (&str, &str, &str)) -> Engine {
         &path,
         &EngineOptions {
             threads: 2,
-            isa: None,
+            ..Default::default()
         },
     )
     .unwrap_or_else(|e| panic!("{e}"))

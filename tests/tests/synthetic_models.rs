@@ -19,7 +19,14 @@ fn check(spec: Spec, tag: &str, min_cos: f64) {
     let tokens: Vec<u32> = (0..14u32).map(|i| (i * 37 + 5) % 262).collect();
     let want = reference::logits_all(&bytes, &tokens);
     for threads in [1, 2] {
-        let e = Engine::load(&path, &EngineOptions { threads, isa: None }).unwrap();
+        let e = Engine::load(
+            &path,
+            &EngineOptions {
+                threads,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let mut s = e.session(&SessionOptions { n_ctx: 64 }).unwrap();
         let mut worst = 1.0f64;
         s.feed_each(&tokens, |i, logits| {

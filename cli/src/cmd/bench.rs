@@ -121,8 +121,15 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
     let mut tests = Vec::new();
     let mut header = None;
     for &t in &threads {
-        let engine = Engine::load(&a.model, &EngineOptions { threads: t, isa })
-            .map_err(|e| e.to_string())?;
+        let engine = Engine::load(
+            &a.model,
+            &EngineOptions {
+                threads: t,
+                isa,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| e.to_string())?;
         let kinds: Vec<(usize, usize)> = [(a.n_prompt, 0), (0, a.n_gen)]
             .into_iter()
             .filter(|&(p, g)| p + g > 0)

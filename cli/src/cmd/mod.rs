@@ -24,6 +24,7 @@ pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
         &EngineOptions {
             threads: m.threads,
             isa,
+            ..Default::default()
         },
     )
     .map_err(|e| {

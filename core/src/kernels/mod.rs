@@ -16,6 +16,7 @@ mod x86;
 #[cfg(test)]
 mod tests;
 
+use crate::quant::interleaved::GemvX8Fn;
 use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn};
 
 /// What the CPU can do, as detected by the frontend.
@@ -69,6 +70,7 @@ pub struct Kernels {
     isa: Isa,
     vec_dot: [Option<VecDotFn>; N_TYPES],
     quantize: [Option<QuantizeRowFn>; N_TYPES],
+    gemv_x8: [Option<GemvX8Fn>; N_TYPES],
 }
 
 impl Kernels {
@@ -78,6 +80,7 @@ impl Kernels {
             isa: Isa::Scalar,
             vec_dot: [None; N_TYPES],
             quantize: [None; N_TYPES],
+            gemv_x8: [None; N_TYPES],
         };
         generic::fill(&mut k);
         k
@@ -96,6 +99,16 @@ impl Kernels {
     /// Quantizer for an activation format (Q8_0, Q8_1, Q8_K, F16, BF16, F32).
     pub fn quantize_row(&self, ty: GgmlType) -> Option<QuantizeRowFn> {
         self.quantize.get(ty.id() as usize).copied().flatten()
+    }
+
+    /// Matrix × vector over the interleaved layout of `ty` (`quant::interleaved`), when this
+    /// ISA has one: weights of such a type are repacked at load.
+    pub fn gemv_x8(&self, ty: GgmlType) -> Option<GemvX8Fn> {
+        self.gemv_x8.get(ty.id() as usize).copied().flatten()
+    }
+
+    pub fn set_gemv_x8(&mut self, ty: GgmlType, f: GemvX8Fn) {
+        self.gemv_x8[ty.id() as usize] = Some(f);
     }
 
     pub fn set_vec_dot(&mut self, ty: GgmlType, f: VecDotFn) {

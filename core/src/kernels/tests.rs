@@ -335,3 +335,73 @@ fn avx512_equals_avx2_bit_for_bit() {
         }
     }
 }
+
+/// Interleaved kernels against the scalar row kernel on the original rows: the same bits
+/// for every row (they round per row and block exactly as the scalar kernel does).
+pub(crate) fn interleaved_parity(isa: Isa) {
+    use crate::quant::interleaved;
+    let Some(k) = table_or_skip(isa) else { return };
+    let scalar = Kernels::scalar();
+    let mut rng = Rng::new(0x8_0000 + isa as u64);
+    let mut covered = 0;
+    for ty in WEIGHT_TYPES {
+        let Some(gemv) = k.gemv_x8(ty) else { continue };
+        covered += 1;
+        let at = quant::vec_dot_type(ty).unwrap();
+        let qk = ty.block_len().max(at.block_len());
+        for nb in BLOCK_COUNTS {
+            let n = qk * nb;
+            for groups in [1, 3] {
+                let rows = groups * interleaved::ROWS;
+                for case in 0..6 {
+                    let mut w = Vec::new();
+                    for r in 0..rows {
+                        w.extend(match case {
+                            0 => raw_row(&mut rng, ty, n),
+                            1 => quantized(&scalar, ty, &vec![0.0; n]),
+                            _ => {
+                                let fills = [Fill::Normal, Fill::Huge, Fill::Tiny, Fill::Outlier];
+                                let f = fills[(case + r) % 4];
+                                quantized(&scalar, ty, &values(&mut rng, n, f))
+                            }
+                        });
+                    }
+                    let a = if case == 0 {
+                        raw_row(&mut rng, at, n)
+                    } else {
+                        quantized(&scalar, at, &values(&mut rng, n, Fill::Normal))
+                    };
+                    let mut sums = vec![0i32; n / 32];
+                    if at == GgmlType::Q8_0 {
+                        interleaved::block_sums(&a, &mut sums);
+                    }
+                    let packed = interleaved::repack(ty, rows, n, &w).unwrap();
+                    let mut got = vec![f32::NAN; rows];
+                    gemv(n, &packed, &a, &sums, &mut got);
+                    let dot = scalar.vec_dot(ty).unwrap();
+                    let rb = w.len() / rows;
+                    for (r, g) in got.iter().enumerate() {
+                        let want = dot(n, &w[r * rb..(r + 1) * rb], &a);
+                        assert_eq!(
+                            g.to_bits(),
+                            want.to_bits(),
+                            "{} x8 {ty} case {case} n={n} row {r}: got {g}, scalar {want}",
+                            isa.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{}: {covered} interleaved kernels checked", isa.name());
+}
+
+#[test]
+fn interleaved_parity_avx2() {
+    interleaved_parity(Isa::Avx2);
+}
+
+#[test]
+fn interleaved_parity_avx512() {
+    interleaved_parity(Isa::Avx512);
+}

@@ -60,7 +60,7 @@ impl<'a> Weights<'a> {
             Some(_) => b.matrix("output.weight", c.n_vocab, c.n_embd, true)?,
             None => {
                 b.check_compute(token_embd.ty, "token_embd.weight")?;
-                token_embd
+                token_embd.clone()
             }
         };
         let output_norm = b.vector("output_norm.weight", c.n_embd)?;
@@ -107,6 +107,34 @@ impl<'a> Weights<'a> {
             rope_freqs,
             layers,
         })
+    }
+
+    /// Repacks every matrix the forward pass multiplies with (the LM head too, but not the
+    /// embedding table, which is only looked up) to the interleaved layout where `k` has a
+    /// kernel for it. Returns the bytes repacked.
+    pub fn interleave(&mut self, k: &Kernels) -> Result<usize> {
+        let mut bytes = 0;
+        let mut one = |m: &mut QMatrix<'a>| -> Result<()> {
+            if m.interleave(k)? {
+                bytes += m.data.len();
+            }
+            Ok(())
+        };
+        one(&mut self.output)?;
+        for l in &mut self.layers {
+            for m in [
+                &mut l.wq,
+                &mut l.wk,
+                &mut l.wv,
+                &mut l.wo,
+                &mut l.gate,
+                &mut l.up,
+                &mut l.down,
+            ] {
+                one(m)?;
+            }
+        }
+        Ok(bytes)
     }
 
     /// Total bytes of all weight matrices read per generated token (embedding row excluded).

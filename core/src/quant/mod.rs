@@ -7,6 +7,7 @@
 //! Q8_K, F16 with F16, BF16 with BF16 and F32 with F32.
 
 pub mod float;
+pub mod interleaved;
 pub mod kquants;
 pub mod legacy;
 mod types;

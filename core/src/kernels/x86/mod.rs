@@ -5,6 +5,7 @@
 //! only call them when the CPU has the features (checked by `CpuFeatures::available`).
 
 mod avx2;
+mod avx2_x8;
 mod avx512;
 
 use super::{CpuFeatures, Kernels};
@@ -29,6 +30,23 @@ mod avx2_safe {
     super::safe_dots!(avx2: dot_f32, dot_f16, dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
 }
 
+/// Wraps `unsafe fn(usize, &[u8], &[u8], &[i32], &mut [f32])` interleaved kernels.
+macro_rules! safe_gemvs {
+    ($module:ident: $($name:ident),* $(,)?) => {
+        $(
+            pub(super) fn $name(n: usize, w: &[u8], a: &[u8], s: &[i32], out: &mut [f32]) {
+                // SAFETY: installed only by the `fill_*` of their ISA (see `safe_dots`).
+                unsafe { $module::$name(n, w, a, s, out) }
+            }
+        )*
+    };
+}
+
+mod avx2_x8_safe {
+    use super::avx2_x8;
+    safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0);
+}
+
 mod avx512_safe {
     use super::avx512;
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
@@ -45,6 +63,9 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_vec_dot(GgmlType::Q8_0, dot_q8_0);
     k.set_vec_dot(GgmlType::Q4_K, dot_q4_k);
     k.set_vec_dot(GgmlType::Q6_K, dot_q6_k);
+    k.set_gemv_x8(GgmlType::Q4_0, avx2_x8_safe::gemv_q4_0);
+    k.set_gemv_x8(GgmlType::Q5_0, avx2_x8_safe::gemv_q5_0);
+    k.set_gemv_x8(GgmlType::Q8_0, avx2_x8_safe::gemv_q8_0);
 }
 
 /// # Safety

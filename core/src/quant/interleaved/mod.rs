@@ -1,0 +1,159 @@
+//! Interleaved weight layouts: eight rows' blocks stored side by side ("x8"), made once at
+//! load time from ggml's row-major blocks.
+//!
+//! A matrix × vector product over row-major blocks reduces every row to one float with a
+//! horizontal sum and converts one scale per row and block. With eight rows interleaved in
+//! 4-byte chunks, one 256-bit load holds the same four elements of eight rows, the eight
+//! rows' scales are contiguous (one conversion), and each vector lane accumulates one output
+//! row: no horizontal sums, and a broadcast of four activation bytes serves eight rows.
+//!
+//! The layouts have exactly the bytes of the rows they hold (same bandwidth per token), and
+//! the kernels over them round like the scalar row kernels (`quant::vec_dot_ref`): per row,
+//! `sum += isum as f32 * (dx * dy)`, block after block, so the results are bit-identical.
+//! [`unpack`] restores the original rows (used by the tests and for dequantizing).
+//!
+//! | format | block of 8 rows | layout |
+//! | --- | --- | --- |
+//! | Q8_0 | 272 bytes | `d[8]` f16, then `qs[c][r][4]` for chunks `c < 8` |
+//! | Q4_0 | 144 bytes | `d[8]` f16, then `qs[c][r][4]` for chunks `c < 4` (byte `k`: elements `k`, `k+16`) |
+//! | Q5_0 | 176 bytes | `d[8]`, `qh[c][r]` (bits 0-3: elements `4c..4c+4`, bits 4-7: `16+4c..`), Q4_0's `qs` |
+
+pub(crate) mod q4_0;
+pub(crate) mod q5_0;
+pub(crate) mod q8_0;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::legacy::{blocks, BlockQ8_0};
+use super::GgmlType;
+use crate::error::{Error, Result};
+
+/// Rows per interleaved group.
+pub const ROWS: usize = 8;
+
+/// `out[8g + r] = row r of group g · a`, for every group in `w` (whole groups of `cols`
+/// columns). `a` is the activation in the format's `vec_dot_type` and `sums` its per-block
+/// integer sums ([`block_sums`]; unused by formats that do not need them).
+pub type GemvX8Fn = fn(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]);
+
+/// How a matrix's bytes are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// ggml's: row after row of blocks.
+    Rows,
+    /// Groups of [`ROWS`] rows interleaved as this module describes.
+    X8,
+}
+
+/// The formats with an interleaved layout.
+pub fn supported(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0)
+}
+
+type GroupFn = fn(src: &[u8], dst: &mut [u8], row_bytes: usize);
+
+fn group_fns(ty: GgmlType) -> Option<(GroupFn, GroupFn)> {
+    Some(match ty {
+        GgmlType::Q4_0 => (q4_0::repack, q4_0::unpack),
+        GgmlType::Q5_0 => (q5_0::repack, q5_0::unpack),
+        GgmlType::Q8_0 => (q8_0::repack, q8_0::unpack),
+        _ => return None,
+    })
+}
+
+fn check(ty: GgmlType, rows: usize, cols: usize, len: usize) -> Result<(usize, GroupFn, GroupFn)> {
+    let fns = group_fns(ty)
+        .ok_or_else(|| Error::InvalidArgument(alloc::format!("{ty} has no interleaved layout")))?;
+    let row_bytes = ty.bytes_for(cols as u64).ok_or_else(|| {
+        Error::InvalidArgument(alloc::format!("{cols} columns is not whole {ty} blocks"))
+    })? as usize;
+    if !rows.is_multiple_of(ROWS) || row_bytes.checked_mul(rows) != Some(len) {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "cannot interleave a {rows}x{cols} {ty} matrix of {len} bytes"
+        )));
+    }
+    Ok((row_bytes, fns.0, fns.1))
+}
+
+/// Row-major `rows × cols` blocks of `ty` to the interleaved layout (`rows % 8 == 0`).
+pub fn repack(ty: GgmlType, rows: usize, cols: usize, src: &[u8]) -> Result<Vec<u8>> {
+    let (row_bytes, repack_group, _) = check(ty, rows, cols, src.len())?;
+    let mut dst = vec![0u8; src.len()];
+    let group = ROWS * row_bytes;
+    for (s, d) in src.chunks_exact(group).zip(dst.chunks_exact_mut(group)) {
+        repack_group(s, d, row_bytes);
+    }
+    Ok(dst)
+}
+
+/// The inverse of [`repack`].
+pub fn unpack(ty: GgmlType, rows: usize, cols: usize, src: &[u8]) -> Result<Vec<u8>> {
+    let (row_bytes, _, unpack_group) = check(ty, rows, cols, src.len())?;
+    let mut dst = vec![0u8; src.len()];
+    let group = ROWS * row_bytes;
+    for (s, d) in src.chunks_exact(group).zip(dst.chunks_exact_mut(group)) {
+        unpack_group(s, d, row_bytes);
+    }
+    Ok(dst)
+}
+
+/// Row `r` of an interleaved matrix in ggml's row layout (`out` is one row's bytes).
+pub fn unpack_row(ty: GgmlType, cols: usize, src: &[u8], r: usize, out: &mut [u8]) -> Result<()> {
+    let row_bytes = out.len();
+    let group = ROWS * row_bytes;
+    let g = r / ROWS;
+    let (_, _, unpack_group) = check(ty, ROWS, cols, group)?;
+    let s = src
+        .get(g * group..(g + 1) * group)
+        .ok_or_else(|| Error::InvalidArgument(alloc::format!("row {r} is outside the matrix")))?;
+    let mut rows = vec![0u8; group];
+    unpack_group(s, &mut rows, row_bytes);
+    out.copy_from_slice(&rows[(r % ROWS) * row_bytes..][..row_bytes]);
+    Ok(())
+}
+
+/// Integer sum of each Q8_0 block's quants (what the 4- and 5-bit kernels subtract their
+/// offset with). Writes `blocks(a).len()` values to the front of `out`.
+pub fn block_sums(a: &[u8], out: &mut [i32]) {
+    for (s, b) in out.iter_mut().zip(blocks::<BlockQ8_0>(a)) {
+        *s = b.qs.iter().map(|&q| q as i32).sum();
+    }
+}
+
+/// Whether the activation of `ty` needs [`block_sums`].
+pub fn needs_sums(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0)
+}
+
+/// Scalar reference: unpacks each group and runs the row kernel on every row.
+pub fn gemv_ref(ty: GgmlType, cols: usize, w: &[u8], a: &[u8], out: &mut [f32]) -> Result<()> {
+    let dot = super::vec_dot_ref(ty)
+        .ok_or_else(|| Error::InvalidArgument(alloc::format!("no reference kernel for {ty}")))?;
+    let rows = out.len();
+    let rows_bytes = unpack(ty, rows, cols, w)?;
+    let row_bytes = rows_bytes.len() / rows.max(1);
+    for (o, r) in out.iter_mut().zip(rows_bytes.chunks_exact(row_bytes)) {
+        *o = dot(cols, r, a);
+    }
+    Ok(())
+}
+
+/// Copies 4-byte chunk `c` of each of eight rows: `dst[4r..4r+4] = rows[r][at + 4c..]`.
+#[inline]
+fn gather_chunk(src: &[u8], row_bytes: usize, at: usize, dst: &mut [u8]) {
+    for (r, d) in dst.chunks_exact_mut(4).enumerate() {
+        d.copy_from_slice(&src[r * row_bytes + at..][..4]);
+    }
+}
+
+/// The inverse of [`gather_chunk`].
+#[inline]
+fn scatter_chunk(src: &[u8], row_bytes: usize, at: usize, dst: &mut [u8]) {
+    for (r, s) in src.chunks_exact(4).enumerate() {
+        dst[r * row_bytes + at..][..4].copy_from_slice(s);
+    }
+}
