@@ -64,6 +64,19 @@ impl Isa {
 
 const N_TYPES: usize = 40;
 
+/// Row primitives over f16 data (the KV cache), as used by attention.
+#[derive(Clone, Copy)]
+pub struct F16Ops {
+    /// `out[t] = Σ_i q[i]·k[t·stride + i]`, summed in order (bit-identical on every ISA).
+    pub dots_f32_f16: fn(q: &[f32], k: &[half::f16], stride: usize, out: &mut [f32]),
+    /// `acc[i] = f16(acc[i] + v[i]·s)`.
+    pub mad_f16: fn(acc: &mut [half::f16], v: &[half::f16], s: f32),
+    /// `acc[i] = f16(acc[i]·s)`.
+    pub scale_f16: fn(acc: &mut [half::f16], s: f32),
+    /// `acc[i] += v[i]·s`.
+    pub mad_f32_f16: fn(acc: &mut [f32], v: &[half::f16], s: f32),
+}
+
 /// Function pointers for one ISA.
 #[derive(Clone)]
 pub struct Kernels {
@@ -71,6 +84,8 @@ pub struct Kernels {
     vec_dot: [Option<VecDotFn>; N_TYPES],
     quantize: [Option<QuantizeRowFn>; N_TYPES],
     gemv_x8: [Option<GemvX8Fn>; N_TYPES],
+    f16: F16Ops,
+    swiglu: fn(gate: &mut [f32], up: &[f32]),
 }
 
 impl Kernels {
@@ -81,6 +96,8 @@ impl Kernels {
             vec_dot: [None; N_TYPES],
             quantize: [None; N_TYPES],
             gemv_x8: [None; N_TYPES],
+            f16: generic::f16::OPS,
+            swiglu: crate::ops::activation::swiglu,
         };
         generic::fill(&mut k);
         k
@@ -109,6 +126,24 @@ impl Kernels {
 
     pub fn set_gemv_x8(&mut self, ty: GgmlType, f: GemvX8Fn) {
         self.gemv_x8[ty.id() as usize] = Some(f);
+    }
+
+    /// The f16 row primitives.
+    pub fn f16_ops(&self) -> &F16Ops {
+        &self.f16
+    }
+
+    pub fn set_f16_ops(&mut self, ops: F16Ops) {
+        self.f16 = ops;
+    }
+
+    /// `gate[i] = silu(gate[i]) · up[i]`.
+    pub fn swiglu(&self) -> fn(&mut [f32], &[f32]) {
+        self.swiglu
+    }
+
+    pub fn set_swiglu(&mut self, f: fn(&mut [f32], &[f32])) {
+        self.swiglu = f;
     }
 
     pub fn set_vec_dot(&mut self, ty: GgmlType, f: VecDotFn) {

@@ -405,3 +405,124 @@ fn interleaved_parity_avx2() {
 fn interleaved_parity_avx512() {
     interleaved_parity(Isa::Avx512);
 }
+
+/// The f16 row primitives against the scalar ones, on lengths around every vector width.
+pub(crate) fn f16_ops_parity(isa: Isa) {
+    use half::f16;
+    let Some(k) = table_or_skip(isa) else { return };
+    let (ops, refs) = (k.f16_ops(), crate::kernels::generic::f16::OPS);
+    let mut rng = Rng::new(0xf16 + isa as u64);
+    for n in [0usize, 1, 7, 8, 9, 31, 32, 33, 64, 100, 256] {
+        for range in [1.0f32, 60.0, 1e-3] {
+            let a = values(&mut rng, n, Fill::Normal);
+            let a: Vec<f32> = a.iter().map(|x| x * range).collect();
+            let b: Vec<f16> = values(&mut rng, n, Fill::Normal)
+                .iter()
+                .map(|&x| f16::from_f32(x * range))
+                .collect();
+            // scores of a query against rows of a cache with a wider stride: bit-identical
+            for rows in [1usize, 5, 8, 13, 24] {
+                // the last row ends where the slice ends
+                let stride = n + 3;
+                let cache: Vec<f16> = values(&mut rng, (rows - 1) * stride + n, Fill::Normal)
+                    .iter()
+                    .map(|&x| f16::from_f32(x * range))
+                    .collect();
+                let (mut got, mut want) = (vec![0f32; rows], vec![0f32; rows]);
+                (ops.dots_f32_f16)(&a, &cache, stride, &mut got);
+                (refs.dots_f32_f16)(&a, &cache, stride, &mut want);
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(g.to_bits(), w.to_bits(), "{} scores n={n}", isa.name());
+                }
+            }
+            let s = a.first().copied().unwrap_or(0.5);
+            // element-wise ops: at most one f16 rounding step apart (FMA vs mul + add)
+            // (tolerance relative to the terms, which may cancel)
+            let close16 = |x: &[f16], y: &[f16], terms: &[f32], what: &str| {
+                for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                    let tol = 1e-3 * terms[i] + 1e-7;
+                    assert!(
+                        (p.to_f32() - q.to_f32()).abs() <= tol,
+                        "{} {what} n={n} [{i}]: {p} vs {q}",
+                        isa.name()
+                    );
+                }
+            };
+            let (mut x, mut y) = (b.clone(), b.clone());
+            let v: Vec<f16> = b.iter().rev().copied().collect();
+            let terms: Vec<f32> = b
+                .iter()
+                .zip(&v)
+                .map(|(p, q)| p.to_f32().abs() + (q.to_f32() * s).abs())
+                .collect();
+            (ops.mad_f16)(&mut x, &v, s);
+            (refs.mad_f16)(&mut y, &v, s);
+            close16(&x, &y, &terms, "mad_f16");
+            let terms: Vec<f32> = y.iter().map(|p| p.to_f32().abs()).collect();
+            (ops.scale_f16)(&mut x, 0.37);
+            (refs.scale_f16)(&mut y, 0.37);
+            close16(&x, &y, &terms, "scale_f16");
+            let (mut x, mut y) = (a.clone(), a.clone());
+            (ops.mad_f32_f16)(&mut x, &v, s);
+            (refs.mad_f32_f16)(&mut y, &v, s);
+            for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+                let t = a[i].abs() + (v[i].to_f32() * s).abs();
+                assert!(
+                    (p - q).abs() <= 1e-6 * t + 1e-30,
+                    "{} mad_f32_f16",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn f16_ops_parity_avx2() {
+    f16_ops_parity(Isa::Avx2);
+}
+
+#[test]
+fn f16_ops_parity_avx512() {
+    f16_ops_parity(Isa::Avx512);
+}
+
+/// The ISA's SiLU-gated activation against the scalar one (libm `expf`).
+pub(crate) fn swiglu_parity(isa: Isa) {
+    let Some(k) = table_or_skip(isa) else { return };
+    let mut rng = Rng::new(0x5111 + isa as u64);
+    for n in [1usize, 7, 8, 9, 64, 100] {
+        for range in [1.0f32, 12.0, 100.0, 1e-4] {
+            let g: Vec<f32> = values(&mut rng, n, Fill::Normal)
+                .iter()
+                .map(|x| x * range)
+                .collect();
+            let u = values(&mut rng, n, Fill::Normal);
+            let (mut got, mut want) = (g.clone(), g.clone());
+            (k.swiglu())(&mut got, &u);
+            crate::ops::activation::swiglu(&mut want, &u);
+            for i in 0..n {
+                let tol = 4.0 * f32::EPSILON * want[i].abs() + 1e-30;
+                assert!(
+                    (got[i] - want[i]).abs() <= tol,
+                    "{} swiglu({}) * {}: {} vs {}",
+                    isa.name(),
+                    g[i],
+                    u[i],
+                    got[i],
+                    want[i]
+                );
+            }
+        }
+    }
+    // the ends of the range: silu(x) -> x and -> 0 without NaN
+    let mut g = vec![-1e4f32, -100.0, -88.0, 88.0, 100.0, 1e4, 0.0, -0.0];
+    (k.swiglu())(&mut g, &[1.0; 8]);
+    assert!(g.iter().all(|v| v.is_finite()), "{g:?}");
+    assert_eq!(&g[3..6], &[88.0, 100.0, 1e4]);
+}
+
+#[test]
+fn swiglu_parity_avx2() {
+    swiglu_parity(Isa::Avx2);
+}

@@ -153,6 +153,7 @@ fn attention_block(
         head_dim_v: c.head_dim_v,
     };
     attend(
+        k.f16_ops(),
         &mut st.attn,
         &mut st.q,
         &st.kv.k[il],
@@ -189,7 +190,7 @@ fn ffn_block(
     matvec_f32(k, par, &l.gate, &st.xb, &mut st.act, hb)?;
     matvec_f32(k, par, &l.up, &st.xb, &mut st.act, hb2)?;
     match c.activation {
-        Activation::Silu => activation::swiglu(hb, hb2),
+        Activation::Silu => (k.swiglu())(hb, hb2),
         Activation::Gelu => activation::geglu(hb, hb2),
     }
     matvec_f32(k, par, &l.down, hb, &mut st.act, &mut st.xb2)?;

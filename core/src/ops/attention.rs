@@ -3,6 +3,8 @@
 
 use half::f16;
 
+use crate::kernels::F16Ops;
+
 /// Shapes of one attention layer.
 #[derive(Debug, Clone, Copy)]
 pub struct AttnShape {
@@ -49,6 +51,7 @@ impl AttnKernel {
 /// at least `head_dim_v`.
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
+    ops: &F16Ops,
     out: &mut [f32],
     q: &mut [f32],
     k_cache: &[f16],
@@ -72,36 +75,34 @@ pub fn attend(
     if kernel == AttnKernel::OneRow {
         q.iter_mut().for_each(|x| *x = f16::from_f32(*x).to_f32());
     }
-    let score = |qh: &[f32], t: usize, kvh: usize| {
-        let kh = &k_cache[t * k_row + kvh * dk..t * k_row + (kvh + 1) * dk];
-        let dot: f32 = qh.iter().zip(kh).fold(0.0, |s, (a, b)| s + a * b.to_f32());
-        let v = dot * scale;
-        match softcap {
-            Some(c) => c * libm::tanhf(v / c),
-            None => v,
-        }
-    };
     let v_of = |t: usize, kvh: usize| &v_cache[t * v_row + kvh * dv..t * v_row + (kvh + 1) * dv];
+    let scores = &mut scores[..window.len()];
     for h in 0..n_head {
         let kvh = h / group;
         let qh = &q[h * dk..(h + 1) * dk];
         let oh = &mut out[h * dv..(h + 1) * dv];
+        // all of the head's scores first (the same values the online loop would compute)
+        (ops.dots_f32_f16)(
+            qh,
+            &k_cache[window.start * k_row + kvh * dk..],
+            k_row,
+            scores,
+        );
+        for s in scores.iter_mut() {
+            *s *= scale;
+            if let Some(c) = softcap {
+                *s = c * libm::tanhf(*s / c);
+            }
+        }
         match kernel {
             AttnKernel::Tiled => {
-                let scores = &mut scores[..window.len()];
-                let mut max = f32::NEG_INFINITY;
-                for (s, t) in scores.iter_mut().zip(window.clone()) {
-                    *s = score(qh, t, kvh);
-                    max = max.max(*s);
-                }
+                let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
                 let mut sum = 0.0f64;
                 oh.fill(0.0);
-                for (s, t) in scores.iter_mut().zip(window.clone()) {
-                    let p = libm::expf(*s - max);
+                for (&s, t) in scores.iter().zip(window.clone()) {
+                    let p = libm::expf(s - max);
                     sum += p as f64;
-                    oh.iter_mut()
-                        .zip(v_of(t, kvh))
-                        .for_each(|(o, v)| *o += p * v.to_f32());
+                    (ops.mad_f32_f16)(oh, v_of(t, kvh), p);
                 }
                 let inv = if sum == 0.0 { 0.0 } else { (1.0 / sum) as f32 };
                 oh.iter_mut().for_each(|o| *o *= inv);
@@ -110,20 +111,16 @@ pub fn attend(
                 let acc = &mut acc[..dv];
                 acc.fill(f16::ZERO);
                 let (mut m, mut sum) = (f32::NEG_INFINITY, 0.0f32);
-                for t in window.clone() {
-                    let s = score(qh, t, kvh);
+                for (&s, t) in scores.iter().zip(window.clone()) {
                     let (mut ms, mut vs) = (1.0f32, 1.0f32);
                     if s > m {
                         ms = libm::expf(m - s);
                         m = s;
-                        acc.iter_mut()
-                            .for_each(|a| *a = f16::from_f32(a.to_f32() * ms));
+                        (ops.scale_f16)(acc, ms);
                     } else {
                         vs = libm::expf(s - m);
                     }
-                    for (a, v) in acc.iter_mut().zip(v_of(t, kvh)) {
-                        *a = f16::from_f32(a.to_f32() + v.to_f32() * vs);
-                    }
+                    (ops.mad_f16)(acc, v_of(t, kvh), vs);
                     sum = sum * ms + vs;
                 }
                 let inv = if sum == 0.0 { 0.0 } else { 1.0 / sum };
@@ -179,6 +176,7 @@ mod tests {
             let mut out = vec![0.0; shape.n_head * shape.head_dim_v];
             let (mut scores, mut acc) = (vec![0.0; n_pos], vec![f16::ZERO; 8]);
             attend(
+                &crate::kernels::generic::f16::OPS,
                 &mut out,
                 &mut q,
                 &k,

@@ -1,5 +1,7 @@
 //! Scalar kernels: portable, always compiled, and the reference for every SIMD kernel.
 
+pub mod f16;
+
 use super::Kernels;
 use crate::quant::{self, GgmlType};
 
@@ -13,4 +15,5 @@ pub fn fill(k: &mut Kernels) {
             k.set_quantize_row(ty, f);
         }
     }
+    k.set_f16_ops(f16::OPS);
 }

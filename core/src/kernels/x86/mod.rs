@@ -5,6 +5,8 @@
 //! only call them when the CPU has the features (checked by `CpuFeatures::available`).
 
 mod avx2;
+mod avx2_f16;
+mod avx2_math;
 mod avx2_x8;
 mod avx512;
 
@@ -44,7 +46,7 @@ macro_rules! safe_gemvs {
 
 mod avx2_x8_safe {
     use super::avx2_x8;
-    safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0);
+    safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k);
 }
 
 mod avx512_safe {
@@ -52,9 +54,42 @@ mod avx512_safe {
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
 }
 
+/// Safe wrappers of the AVX2 f16 row primitives.
+mod avx2_f16_safe {
+    use super::avx2_f16;
+    use half::f16;
+
+    pub(super) fn dots_f32_f16(q: &[f32], k: &[f16], stride: usize, out: &mut [f32]) {
+        // SAFETY: installed only by `fill_avx2`, whose caller guarantees AVX2/FMA/F16C.
+        unsafe { avx2_f16::dots_f32_f16(q, k, stride, out) }
+    }
+    pub(super) fn mad_f16(acc: &mut [f16], v: &[f16], s: f32) {
+        // SAFETY: as above.
+        unsafe { avx2_f16::mad_f16(acc, v, s) }
+    }
+    pub(super) fn scale_f16(acc: &mut [f16], s: f32) {
+        // SAFETY: as above.
+        unsafe { avx2_f16::scale_f16(acc, s) }
+    }
+    pub(super) fn mad_f32_f16(acc: &mut [f32], v: &[f16], s: f32) {
+        // SAFETY: as above.
+        unsafe { avx2_f16::mad_f32_f16(acc, v, s) }
+    }
+}
+
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C.
 pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
+    k.set_f16_ops(super::F16Ops {
+        dots_f32_f16: avx2_f16_safe::dots_f32_f16,
+        mad_f16: avx2_f16_safe::mad_f16,
+        scale_f16: avx2_f16_safe::scale_f16,
+        mad_f32_f16: avx2_f16_safe::mad_f32_f16,
+    });
+    k.set_swiglu(|g, u| {
+        // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
+        unsafe { avx2_math::swiglu(g, u) }
+    });
     use avx2_safe::*;
     k.set_vec_dot(GgmlType::F32, dot_f32);
     k.set_vec_dot(GgmlType::F16, dot_f16);
@@ -66,6 +101,8 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_gemv_x8(GgmlType::Q4_0, avx2_x8_safe::gemv_q4_0);
     k.set_gemv_x8(GgmlType::Q5_0, avx2_x8_safe::gemv_q5_0);
     k.set_gemv_x8(GgmlType::Q8_0, avx2_x8_safe::gemv_q8_0);
+    k.set_gemv_x8(GgmlType::Q4_K, avx2_x8_safe::gemv_q4_k);
+    k.set_gemv_x8(GgmlType::Q6_K, avx2_x8_safe::gemv_q6_k);
 }
 
 /// # Safety

@@ -9,17 +9,23 @@
 //!
 //! The layouts have exactly the bytes of the rows they hold (same bandwidth per token), and
 //! the kernels over them round like the scalar row kernels (`quant::vec_dot_ref`): per row,
-//! `sum += isum as f32 * (dx * dy)`, block after block, so the results are bit-identical.
-//! [`unpack`] restores the original rows (used by the tests and for dequantizing).
+//! `sum += isum as f32 * (dx * dy)`, block after block (k-quants: `sum += d * d8 * isum as
+//! f32 - dmin * d8 * msum as f32` per super-block, `quant::kquants::dot_q8_k`), so the
+//! results are bit-identical. [`unpack`] restores the original rows (used by the tests and
+//! for dequantizing).
 //!
 //! | format | block of 8 rows | layout |
 //! | --- | --- | --- |
 //! | Q8_0 | 272 bytes | `d[8]` f16, then `qs[c][r][4]` for chunks `c < 8` |
 //! | Q4_0 | 144 bytes | `d[8]` f16, then `qs[c][r][4]` for chunks `c < 4` (byte `k`: elements `k`, `k+16`) |
 //! | Q5_0 | 176 bytes | `d[8]`, `qh[c][r]` (bits 0-3: elements `4c..4c+4`, bits 4-7: `16+4c..`), Q4_0's `qs` |
+//! | Q4_K | 1152 bytes | `d[8]`, `dmin[8]` f16, `scales[i][r][4]` (`i < 3`: the packed 12 bytes), `qs[c][r][4]` for `c < 32` |
+//! | Q6_K | 1680 bytes | `d[8]` f16, `scales[p][r][2]` (scales `2p`, `2p+1`), then per triple `t < 16` `x[r][4]`, `y[r][4]`, `z[r][4]`: three 6-bit quants (elements `128n+l`, `+32`, `+64` for `t = 8n + l/4`) in the low bits, element `128n+96+l` in the top two of each |
 
 pub(crate) mod q4_0;
+pub(crate) mod q4_k;
 pub(crate) mod q5_0;
+pub(crate) mod q6_k;
 pub(crate) mod q8_0;
 
 #[cfg(test)]
@@ -51,7 +57,10 @@ pub enum Layout {
 
 /// The formats with an interleaved layout.
 pub fn supported(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0)
+    matches!(
+        ty,
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::Q4_K | GgmlType::Q6_K
+    )
 }
 
 type GroupFn = fn(src: &[u8], dst: &mut [u8], row_bytes: usize);
@@ -61,6 +70,8 @@ fn group_fns(ty: GgmlType) -> Option<(GroupFn, GroupFn)> {
         GgmlType::Q4_0 => (q4_0::repack, q4_0::unpack),
         GgmlType::Q5_0 => (q5_0::repack, q5_0::unpack),
         GgmlType::Q8_0 => (q8_0::repack, q8_0::unpack),
+        GgmlType::Q4_K => (q4_k::repack, q4_k::unpack),
+        GgmlType::Q6_K => (q6_k::repack, q6_k::unpack),
         _ => return None,
     })
 }
@@ -124,7 +135,8 @@ pub fn block_sums(a: &[u8], out: &mut [i32]) {
     }
 }
 
-/// Whether the activation of `ty` needs [`block_sums`].
+/// Whether the activation of `ty` needs [`block_sums`] (the k-quants' Q8_K activations carry
+/// their own sums, `bsums`).
 pub fn needs_sums(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0)
 }

@@ -19,10 +19,27 @@ fn random_rows(ty: GgmlType, rows: usize, cols: usize, seed: u32) -> Vec<u8> {
     out
 }
 
+/// Every format with a layout.
+const TYPES: [GgmlType; 5] = [
+    GgmlType::Q4_0,
+    GgmlType::Q5_0,
+    GgmlType::Q8_0,
+    GgmlType::Q4_K,
+    GgmlType::Q6_K,
+];
+
+#[test]
+fn supported_formats_have_layouts() {
+    for ty in TYPES {
+        assert!(supported(ty) && group_fns(ty).is_some(), "{ty}");
+    }
+}
+
 #[test]
 fn repack_round_trips_any_bytes() {
-    for ty in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0] {
-        for (rows, cols) in [(8, 32), (16, 96), (24, 256)] {
+    for ty in TYPES {
+        for (rows, blocks) in [(8, 1), (16, 3), (24, 8)] {
+            let cols = blocks * ty.block_len();
             let rb = ty.bytes_for(cols as u64).unwrap() as usize;
             let src: Vec<u8> = (0..rows * rb).map(|i| (i * 131 + i / 7) as u8).collect();
             let packed = repack(ty, rows, cols, &src).unwrap();
@@ -47,15 +64,16 @@ fn repack_rejects_bad_shapes() {
     assert!(repack(GgmlType::Q8_0, 4, 64, &vec![0; 4 * rb]).is_err());
     assert!(repack(GgmlType::Q8_0, 8, 64, &vec![0; 8 * rb - 1]).is_err());
     assert!(repack(GgmlType::Q8_0, 8, 48, &vec![0; 8 * rb]).is_err());
-    assert!(repack(GgmlType::Q6_K, 8, 256, &vec![0; 8 * 210]).is_err());
+    assert!(repack(GgmlType::Q5_K, 8, 256, &vec![0; 8 * 176]).is_err());
+    assert!(repack(GgmlType::Q4_K, 8, 128, &vec![0; 8 * 72]).is_err());
 }
 
 #[test]
 fn reference_matches_row_kernel() {
-    for ty in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0] {
-        let (rows, cols) = (16, 128);
+    for ty in TYPES {
+        let (rows, cols) = (16, 4 * ty.block_len());
         let w = random_rows(ty, rows, cols, 7);
-        let a = random_rows(GgmlType::Q8_0, 1, cols, 9);
+        let a = random_rows(crate::quant::vec_dot_type(ty).unwrap(), 1, cols, 9);
         let packed = repack(ty, rows, cols, &w).unwrap();
         let mut out = vec![0f32; rows];
         gemv_ref(ty, cols, &packed, &a, &mut out).unwrap();

@@ -1,0 +1,63 @@
+//! AVX2 elementwise math: a vector `exp` and the SiLU-gated activation built on it.
+
+use core::arch::x86_64::*;
+
+/// `e^x` per lane, within 2 ulp for normal results: `x = n·ln2 + r` with `|r| <= ln2/2`
+/// (ln2 split in two parts so `r` is exact), a degree-6 Taylor polynomial for `e^r`, and
+/// `2^n` put into the exponent bits. Inputs are clamped to [-87.3, 88.7] (results between
+/// 1.2e-38 and 3.3e38: no infinities or subnormals).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn exp_ps(x: __m256) -> __m256 {
+    let x = _mm256_min_ps(
+        _mm256_max_ps(x, _mm256_set1_ps(-87.3)),
+        _mm256_set1_ps(88.7),
+    );
+    let n = _mm256_round_ps(
+        _mm256_mul_ps(x, _mm256_set1_ps(core::f32::consts::LOG2_E)),
+        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
+    );
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_145_75), x);
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428_606_8e-6), r);
+    let c = |v: f32| _mm256_set1_ps(v);
+    let mut p = c(1.0 / 720.0);
+    p = _mm256_fmadd_ps(p, r, c(1.0 / 120.0));
+    p = _mm256_fmadd_ps(p, r, c(1.0 / 24.0));
+    p = _mm256_fmadd_ps(p, r, c(1.0 / 6.0));
+    p = _mm256_fmadd_ps(p, r, c(0.5));
+    p = _mm256_fmadd_ps(p, r, c(1.0));
+    p = _mm256_fmadd_ps(p, r, c(1.0));
+    // n in [-126, 128]: 2^n split as 2^(n/2)·2^(n - n/2) keeps both factors normal
+    let ni = _mm256_cvtps_epi32(n);
+    let half = _mm256_srai_epi32(ni, 1);
+    let pow2 = |e: __m256i| {
+        _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_add_epi32(e, _mm256_set1_epi32(127)),
+            23,
+        ))
+    };
+    _mm256_mul_ps(
+        _mm256_mul_ps(p, pow2(half)),
+        pow2(_mm256_sub_epi32(ni, half)),
+    )
+}
+
+/// `gate[i] = silu(gate[i]) · up[i]`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn swiglu(gate: &mut [f32], up: &[f32]) {
+    let n = gate.len().min(up.len());
+    let one = _mm256_set1_ps(1.0);
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: i + 8 <= n elements of both rows.
+        unsafe {
+            let p = gate.as_mut_ptr().add(i);
+            let g = _mm256_loadu_ps(p);
+            let e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g));
+            let s = _mm256_div_ps(g, _mm256_add_ps(one, e));
+            _mm256_storeu_ps(p, _mm256_mul_ps(s, _mm256_loadu_ps(up.as_ptr().add(i))));
+        }
+        i += 8;
+    }
+    crate::ops::activation::swiglu(&mut gate[i..n], &up[i..n]);
+}
