@@ -63,29 +63,22 @@ fn matvec_bench(c: &mut Criterion) {
                 let mut act = ActBuf::default();
                 let xq = act.quantize(&k, w.act_type(), &x).unwrap();
                 // the matrix as the engine holds it: interleaved where this ISA has a kernel
-                let rows_w = w.clone();
                 let mut w = w.clone();
                 let layout = if w.interleave(&k).unwrap() {
                     "x8"
                 } else {
                     "rows"
                 };
-                let mut variants = vec![(layout, &w)];
-                if layout == "x8" {
-                    variants.push(("rows", &rows_w));
-                }
-                for (layout, w) in variants {
-                    let id = |t: &str| {
-                        BenchmarkId::new(format!("{label}-{t}"), format!("{}-{layout}", isa.name()))
-                    };
-                    group.bench_function(id("1t"), |b| {
-                        b.iter(|| matvec(&k, &Sequential, w, xq, &mut out).unwrap())
+                let id = |t: &str| {
+                    BenchmarkId::new(format!("{label}-{t}"), format!("{}-{layout}", isa.name()))
+                };
+                group.bench_function(id("1t"), |b| {
+                    b.iter(|| matvec(&k, &Sequential, &w, xq, &mut out).unwrap())
+                });
+                if label == "dram" {
+                    group.bench_function(id("2t"), |b| {
+                        b.iter(|| matvec(&k, &pool, &w, xq, &mut out).unwrap())
                     });
-                    if label == "dram" {
-                        group.bench_function(id("2t"), |b| {
-                            b.iter(|| matvec(&k, &pool, w, xq, &mut out).unwrap())
-                        });
-                    }
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! spin briefly (the next matmul is usually microseconds away) and then park on a condvar.
 //! No thread is spawned and nothing is allocated per job.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -11,19 +11,17 @@ use superinfer_core::parallel::Parallel;
 
 type JobFn = dyn Fn(usize) + Sync;
 
-/// A job pointer with its lifetime erased. It is only dereferenced between the moment
-/// `for_each` publishes it and the moment every worker has reported back, while `for_each`
-/// is still on the stack holding the real borrow.
-#[derive(Clone, Copy)]
-struct JobPtr(*const JobFn);
-// SAFETY: the pointee is `Sync` and outlives every use (see above).
-unsafe impl Send for JobPtr {}
-
 struct Shared {
+    /// Bumped (Release) after a job is published; workers wait for it to move.
     generation: AtomicUsize,
-    job: Mutex<Option<(JobPtr, usize)>>,
+    /// Address of the caller's `&JobFn` (a thin pointer to the fat one), valid until every
+    /// worker has reported back through `pending`.
+    job: AtomicPtr<&'static JobFn>,
+    n_items: AtomicUsize,
     next: AtomicUsize,
     pending: AtomicUsize,
+    /// Parking: workers that spun too long sleep on `wake` under `lock`.
+    lock: Mutex<()>,
     sleepers: AtomicUsize,
     wake: Condvar,
     shutdown: AtomicBool,
@@ -47,9 +45,11 @@ impl ThreadPool {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
             generation: AtomicUsize::new(0),
-            job: Mutex::new(None),
+            job: AtomicPtr::new(std::ptr::null_mut()),
+            n_items: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
             pending: AtomicUsize::new(0),
+            lock: Mutex::new(()),
             sleepers: AtomicUsize::new(0),
             wake: Condvar::new(),
             shutdown: AtomicBool::new(false),
@@ -102,7 +102,7 @@ fn worker(s: &Shared) {
                 std::hint::spin_loop();
                 continue;
             }
-            let guard = s.job.lock().unwrap_or_else(|e| e.into_inner());
+            let guard = s.lock.lock().unwrap_or_else(|e| e.into_inner());
             s.sleepers.fetch_add(1, Ordering::SeqCst);
             let guard = s
                 .wake
@@ -114,11 +114,13 @@ fn worker(s: &Shared) {
             s.sleepers.fetch_sub(1, Ordering::SeqCst);
             drop(guard);
         }
-        let job = *s.job.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((JobPtr(f), n)) = job {
-            // SAFETY: `for_each` keeps the closure alive until `pending` reaches zero, which
-            // happens only after this call returns (see JobPtr).
-            let f = unsafe { &*f };
+        // the Acquire load of `generation` above makes the job's fields visible
+        let job = s.job.load(Ordering::Relaxed);
+        let n = s.n_items.load(Ordering::Relaxed);
+        if !job.is_null() {
+            // SAFETY: `for_each` keeps the closure (and the reference `job` points to) alive
+            // until `pending` reaches zero, which happens only after this call returns.
+            let f: &JobFn = unsafe { *job };
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_items(s, f, n)))
                 .is_err()
             {
@@ -138,30 +140,33 @@ impl Parallel for ThreadPool {
         let _one_at_a_time = self.submit.lock().unwrap_or_else(|e| e.into_inner());
         let s = &*self.shared;
         // SAFETY (lifetime erasure): we wait below until every worker has finished with the
-        // job before returning, so the borrow of `f` outlives all uses.
-        let ptr: *const JobFn =
+        // job before returning, so the borrow of `f` (and of `fref`, which `job` points to)
+        // outlives all uses.
+        let fref: &'static JobFn =
             unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static JobFn>(f) };
-        {
-            let mut job = s.job.lock().unwrap_or_else(|e| e.into_inner());
-            *job = Some((JobPtr(ptr), n));
-            s.next.store(0, Ordering::Relaxed);
-            s.pending.store(self.workers.len(), Ordering::Relaxed);
-            s.generation.fetch_add(1, Ordering::SeqCst);
-            if s.sleepers.load(Ordering::SeqCst) > 0 {
-                s.wake.notify_all();
-            }
+        s.job
+            .store(&fref as *const &JobFn as *mut &JobFn, Ordering::Relaxed);
+        s.n_items.store(n, Ordering::Relaxed);
+        s.next.store(0, Ordering::Relaxed);
+        s.pending.store(self.workers.len(), Ordering::Relaxed);
+        // publishes everything above to workers that Acquire-load the new generation
+        s.generation.fetch_add(1, Ordering::SeqCst);
+        if s.sleepers.load(Ordering::SeqCst) > 0 {
+            // taking the lock orders this notify after a parking worker's check
+            let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
+            s.wake.notify_all();
         }
         let caller = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_items(s, f, n)));
         let mut spins = 0u32;
         while s.pending.load(Ordering::Acquire) != 0 {
             spins += 1;
-            if spins < 1 << 14 {
+            if spins < 1 << 16 {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
             }
         }
-        *s.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        s.job.store(std::ptr::null_mut(), Ordering::Relaxed);
         if let Err(p) = caller {
             std::panic::resume_unwind(p);
         }
@@ -178,7 +183,7 @@ impl Parallel for ThreadPool {
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         {
-            let _g = self.shared.job.lock().unwrap_or_else(|e| e.into_inner());
+            let _g = self.shared.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.shared.shutdown.store(true, Ordering::SeqCst);
             self.shared.wake.notify_all();
         }

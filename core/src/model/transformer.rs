@@ -19,7 +19,7 @@ use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::attention::{attend, AttnKernel, AttnShape};
-use crate::ops::matmul::matvec_f32;
+use crate::ops::matmul::{matvec_f32, matvec_many};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::ops::{activation, rope};
 use crate::parallel::Parallel;
@@ -95,9 +95,14 @@ fn attention_block(
 ) -> Result<()> {
     let c = &w.config;
     rmsnorm(&mut st.xb, &st.x, &l.attn_norm, c.rms_eps);
-    matvec_f32(k, par, &l.wq, &st.xb, &mut st.act, &mut st.q)?;
-    matvec_f32(k, par, &l.wk, &st.xb, &mut st.act, &mut st.k)?;
-    matvec_f32(k, par, &l.wv, &st.xb, &mut st.act, &mut st.v)?;
+    matvec_many(
+        k,
+        par,
+        [&l.wq, &l.wk, &l.wv],
+        &st.xb,
+        &mut st.act,
+        [&mut st.q, &mut st.k, &mut st.v],
+    )?;
     add_bias(&mut st.q, &l.bq);
     add_bias(&mut st.k, &l.bk);
     add_bias(&mut st.v, &l.bv);
@@ -187,8 +192,7 @@ fn ffn_block(
     let n_ff = l.up.rows;
     rmsnorm(&mut st.xb, &st.x, &l.ffn_norm, c.rms_eps);
     let (hb, hb2) = (&mut st.hb[..n_ff], &mut st.hb2[..n_ff]);
-    matvec_f32(k, par, &l.gate, &st.xb, &mut st.act, hb)?;
-    matvec_f32(k, par, &l.up, &st.xb, &mut st.act, hb2)?;
+    matvec_many(k, par, [&l.gate, &l.up], &st.xb, &mut st.act, [hb, hb2])?;
     match c.activation {
         Activation::Silu => (k.swiglu())(hb, hb2),
         Activation::Gelu => activation::geglu(hb, hb2),

@@ -143,6 +143,84 @@ impl ActBuf {
     }
 }
 
+/// One matrix's product, ready to run on any range of its work units: rows in ggml's
+/// layout, groups of eight rows when interleaved.
+struct Plan<'m, 'a> {
+    w: &'m QMatrix<'a>,
+    kernel: Kernel,
+    /// Output rows per work unit.
+    unit: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Kernel {
+    Rows(quant::VecDotFn),
+    X8(interleaved::GemvX8Fn),
+}
+
+impl<'m, 'a> Plan<'m, 'a> {
+    fn new(k: &Kernels, w: &'m QMatrix<'a>, xq: QAct<'_>, out_len: usize) -> Result<Self> {
+        if out_len != w.rows {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "matvec output has {out_len} rows, matrix {}",
+                w.rows
+            )));
+        }
+        let (kernel, unit) = match w.layout {
+            Layout::Rows => (
+                Kernel::Rows(k.vec_dot(w.ty).ok_or_else(|| {
+                    Error::UnsupportedModel(alloc::format!(
+                        "no dot-product kernel for {} weights",
+                        w.ty
+                    ))
+                })?),
+                1,
+            ),
+            Layout::X8 => {
+                let gemv = k.gemv_x8(w.ty).ok_or_else(|| {
+                    Error::UnsupportedModel(alloc::format!(
+                        "{} weights are interleaved but this kernel table cannot compute with them",
+                        w.ty
+                    ))
+                })?;
+                if interleaved::needs_sums(w.ty) && xq.sums.len() * 32 < w.cols {
+                    return Err(Error::InvalidArgument(
+                        "the activation lacks its block sums".into(),
+                    ));
+                }
+                (Kernel::X8(gemv), interleaved::ROWS)
+            }
+        };
+        Ok(Plan { w, kernel, unit })
+    }
+
+    fn units(&self) -> usize {
+        self.w.rows / self.unit
+    }
+
+    /// Output rows of units `[start, end)` into `out` (exactly those rows).
+    fn run(&self, xq: QAct<'_>, start: usize, end: usize, out: &mut [f32]) {
+        let w = self.w;
+        let unit_bytes = self.unit * w.row_bytes();
+        let data = &w.data[start * unit_bytes..end * unit_bytes];
+        match self.kernel {
+            Kernel::Rows(dot) => {
+                for (o, row) in out.iter_mut().zip(data.chunks_exact(unit_bytes)) {
+                    *o = dot(w.cols, row, xq.bytes);
+                }
+            }
+            Kernel::X8(gemv) => gemv(w.cols, data, xq.bytes, xq.sums, out),
+        }
+    }
+
+    /// Units per parallel work item: about four items per thread, at least a few rows'
+    /// worth so tiny matrices are not split into slivers.
+    fn chunk(&self, threads: usize) -> usize {
+        let min = (16 / self.unit).max(1);
+        self.units().div_ceil(threads.max(1) * 4).max(min)
+    }
+}
+
 /// `out[r] = W[r] · x` for every row, where `xq` is `x` quantized to `w.act_type()`.
 pub fn matvec(
     k: &Kernels,
@@ -151,69 +229,19 @@ pub fn matvec(
     xq: QAct<'_>,
     out: &mut [f32],
 ) -> Result<()> {
-    if out.len() != w.rows {
-        return Err(Error::InvalidArgument(alloc::format!(
-            "matvec output has {} rows, matrix {}",
-            out.len(),
-            w.rows
-        )));
-    }
-    if w.layout == Layout::X8 {
-        return matvec_x8(k, par, w, xq, out);
-    }
-    let dot = k.vec_dot(w.ty).ok_or_else(|| {
-        Error::UnsupportedModel(alloc::format!("no dot-product kernel for {} weights", w.ty))
-    })?;
-    let rb = w.row_bytes();
-    let cols = w.cols;
-    let data = &*w.data;
-    let xq = xq.bytes;
+    let plan = Plan::new(k, w, xq, out.len())?;
+    let unit = plan.unit;
     let dst = DisjointSlice::new(out);
-    for_each_range(par, w.rows, 16, &|start, end| {
-        // SAFETY: for_each_range hands out disjoint [start, end) ranges.
-        let o = unsafe { dst.piece(start, end - start) };
-        for (i, r) in (start..end).enumerate() {
-            o[i] = dot(cols, &data[r * rb..(r + 1) * rb], xq);
-        }
-    });
-    Ok(())
-}
-
-/// [`matvec`] over an interleaved matrix: work is split in whole groups of eight rows.
-fn matvec_x8(
-    k: &Kernels,
-    par: &dyn Parallel,
-    w: &QMatrix<'_>,
-    xq: QAct<'_>,
-    out: &mut [f32],
-) -> Result<()> {
-    let gemv = k.gemv_x8(w.ty).ok_or_else(|| {
-        Error::UnsupportedModel(alloc::format!(
-            "{} weights are interleaved but this kernel table cannot compute with them",
-            w.ty
-        ))
-    })?;
-    if interleaved::needs_sums(w.ty) && xq.sums.len() * 32 < w.cols {
-        return Err(Error::InvalidArgument(
-            "the activation lacks its block sums".into(),
-        ));
-    }
-    const G: usize = interleaved::ROWS;
-    let group_bytes = G * w.row_bytes();
-    let cols = w.cols;
-    let data = &*w.data;
-    let dst = DisjointSlice::new(out);
-    for_each_range(par, w.rows / G, 2, &|start, end| {
-        // SAFETY: for_each_range hands out disjoint [start, end) ranges of groups.
-        let o = unsafe { dst.piece(start * G, (end - start) * G) };
-        gemv(
-            cols,
-            &data[start * group_bytes..end * group_bytes],
-            xq.bytes,
-            xq.sums,
-            o,
-        );
-    });
+    for_each_range(
+        par,
+        plan.units(),
+        plan.chunk(par.threads()),
+        &|start, end| {
+            // SAFETY: for_each_range hands out disjoint [start, end) ranges.
+            let o = unsafe { dst.piece(start * unit, (end - start) * unit) };
+            plan.run(xq, start, end, o);
+        },
+    );
     Ok(())
 }
 
@@ -228,4 +256,53 @@ pub fn matvec_f32(
 ) -> Result<()> {
     let xq = act.quantize(k, w.act_type(), x)?;
     matvec(k, par, w, xq, out)
+}
+
+/// `outs[i] = ws[i] · x` for matrices sharing one input (q/k/v, gate/up): `x` is quantized
+/// once and all products run in one parallel dispatch. Matrices whose activation formats
+/// differ fall back to one product each.
+pub fn matvec_many<const N: usize>(
+    k: &Kernels,
+    par: &dyn Parallel,
+    ws: [&QMatrix<'_>; N],
+    x: &[f32],
+    act: &mut ActBuf,
+    outs: [&mut [f32]; N],
+) -> Result<()> {
+    let Some(first) = ws.first() else {
+        return Ok(());
+    };
+    let act_type = first.act_type();
+    if ws.iter().any(|w| w.act_type() != act_type) {
+        for (w, out) in ws.into_iter().zip(outs) {
+            matvec_f32(k, par, w, x, act, out)?;
+        }
+        return Ok(());
+    }
+    let xq = act.quantize(k, act_type, x)?;
+    let mut plans: [Option<Plan<'_, '_>>; N] = [const { None }; N];
+    for (i, (w, out)) in ws.iter().zip(outs.iter()).enumerate() {
+        plans[i] = Some(Plan::new(k, w, xq, out.len())?);
+    }
+    let plans = plans.map(|p| p.expect("every plan was built above"));
+    let threads = par.threads();
+    let chunks = plans.each_ref().map(|p| p.chunk(threads));
+    // work item `c` belongs to the matrix whose range of item numbers holds it
+    let mut first_item = [0usize; N];
+    let mut total = 0;
+    for (i, p) in plans.iter().enumerate() {
+        first_item[i] = total;
+        total += p.units().div_ceil(chunks[i]);
+    }
+    let dsts = outs.map(DisjointSlice::new);
+    par.for_each(total, &|c| {
+        let i = first_item.iter().rposition(|&f| f <= c).unwrap_or(0);
+        let p = &plans[i];
+        let start = (c - first_item[i]) * chunks[i];
+        let end = (start + chunks[i]).min(p.units());
+        // SAFETY: items of one matrix cover disjoint unit ranges of its own output.
+        let o = unsafe { dsts[i].piece(start * p.unit, (end - start) * p.unit) };
+        p.run(xq, start, end, o);
+    });
+    Ok(())
 }
