@@ -38,6 +38,10 @@ pub struct ModelArgs {
     /// Force an instruction set (scalar, avx2, avx512, neon, simd128); also SUPERINFER_ISA.
     #[arg(long = "isa")]
     pub isa: Option<String>,
+    /// Keep weights in the file's row layout instead of repacking them for the SIMD
+    /// kernels at load (also SUPERINFER_NO_REPACK=1).
+    #[arg(long = "no-repack")]
+    pub no_repack: bool,
 }
 
 #[derive(Args)]
@@ -130,4 +134,8 @@ pub struct BenchArgs {
     /// Force an instruction set (scalar, avx2, avx512, neon, simd128); also SUPERINFER_ISA.
     #[arg(long = "isa")]
     pub isa: Option<String>,
+    /// Keep weights in the file's row layout instead of repacking them for the SIMD
+    /// kernels at load (also SUPERINFER_NO_REPACK=1).
+    #[arg(long = "no-repack")]
+    pub no_repack: bool,
 }

@@ -126,7 +126,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             &EngineOptions {
                 threads: t,
                 isa,
-                ..Default::default()
+                no_repack: a.no_repack,
             },
         )
         .map_err(|e| e.to_string())?;

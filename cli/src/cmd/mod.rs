@@ -24,7 +24,7 @@ pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
         &EngineOptions {
             threads: m.threads,
             isa,
-            ..Default::default()
+            no_repack: m.no_repack,
         },
     )
     .map_err(|e| {

@@ -24,101 +24,179 @@ unsafe fn bcast4<T>(p: *const T) -> __m256i {
     _mm256_set1_epi32(unsafe { p.cast::<i32>().read_unaligned() })
 }
 
-/// Adds one block's eight row sums to the eight accumulators: `acc += isum * (dx * dy)`
-/// with `dx` the eight f16 scales at `d`.
+/// `acc + isum * (dx * dy)` with `dx` the eight f16 scales at `d` and `dy` broadcast.
 ///
 /// # Safety
 /// `d` must be valid for reading 16 bytes.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn accumulate(acc: __m256, isum: __m256i, d: *const u8, y: &BlockQ8_0) -> __m256 {
+unsafe fn accumulate(acc: __m256, isum: __m256i, d: *const u8, dy: __m256) -> __m256 {
     // SAFETY: the caller guarantees the 8 scales.
     let dx = _mm256_cvtph_ps(unsafe { ld128(d) });
-    let s = _mm256_mul_ps(dx, _mm256_set1_ps(f16(y.d)));
-    _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s))
+    _mm256_add_ps(
+        acc,
+        _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, dy)),
+    )
 }
 
-/// Runs `block(group_block_ptr, y, b)` over every block of every group and stores the
-/// eight sums of each group.
+/// Runs a block function (the integer part of one block for `G` groups at once: pointers to
+/// each group's block, the activation block and its quant sum) over every block of every
+/// group, two groups at a time (`two`, sharing the activation broadcasts and scale) with a
+/// last odd group on its own (`one`), and stores the eight sums of each group.
+///
+/// # Safety
+/// `one` and `two` must only read their groups' `group_block` bytes per block.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn for_groups(
+unsafe fn for_groups(
     cols: usize,
     w: &[u8],
     a: &[u8],
+    sums: &[i32],
     out: &mut [f32],
     group_block: usize,
-    mut block: impl FnMut(*const u8, &BlockQ8_0, usize) -> __m256i,
+    one: impl Fn([*const u8; 1], &BlockQ8_0, i32) -> [__m256i; 1],
+    two: impl Fn([*const u8; 2], &BlockQ8_0, i32) -> [__m256i; 2],
 ) {
     let nb = cols / QK;
     let ys = &blocks::<BlockQ8_0>(a)[..nb];
-    for (g, o) in w
-        .chunks_exact(nb * group_block)
-        .zip(out.chunks_exact_mut(ROWS))
-    {
-        // SAFETY (all blocks below): `g` holds nb group blocks of `group_block` bytes.
+    let sums = |b: usize| sums.get(b).copied().unwrap_or(0);
+    let group_bytes = nb * group_block;
+    let mut pairs = w.chunks_exact(2 * group_bytes);
+    let mut outs = out.chunks_exact_mut(2 * ROWS);
+    for (g, o) in (&mut pairs).zip(&mut outs) {
+        // SAFETY (all blocks below): `g` holds two groups of nb blocks of `group_block`
+        // bytes; `o` is 16 floats.
+        unsafe {
+            let mut acc = [_mm256_setzero_ps(); 2];
+            for (b, y) in ys.iter().enumerate() {
+                let p0 = g.as_ptr().add(b * group_block);
+                let p1 = p0.add(group_bytes);
+                let dy = _mm256_set1_ps(f16(y.d));
+                let [i0, i1] = two([p0, p1], y, sums(b));
+                acc[0] = accumulate(acc[0], i0, p0, dy);
+                acc[1] = accumulate(acc[1], i1, p1, dy);
+            }
+            _mm256_storeu_ps(o.as_mut_ptr(), acc[0]);
+            _mm256_storeu_ps(o.as_mut_ptr().add(ROWS), acc[1]);
+        }
+    }
+    let (g, o) = (pairs.remainder(), outs.into_remainder());
+    if g.len() == group_bytes && o.len() == ROWS {
+        // SAFETY: as above, for the one group left.
         unsafe {
             let mut acc = _mm256_setzero_ps();
             for (b, y) in ys.iter().enumerate() {
                 let p = g.as_ptr().add(b * group_block);
-                acc = accumulate(acc, block(p, y, b), p, y);
+                let [i] = one([p], y, sums(b));
+                acc = accumulate(acc, i, p, _mm256_set1_ps(f16(y.d)));
             }
             _mm256_storeu_ps(o.as_mut_ptr(), acc);
         }
     }
 }
 
+/// # Safety
+/// Each `ps[g]` must point at a Q8_0 × 8 group block (272 bytes).
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn gemv_q8_0(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
+unsafe fn q8_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, _sum: i32) -> [__m256i; G] {
     let ones = _mm256_set1_epi16(1);
-    for_groups(cols, w, a, out, q8_0::GROUP_BLOCK, |p, y, _| {
-        let mut isum = _mm256_setzero_si256();
-        for c in 0..8 {
-            // SAFETY: chunk c of the block's 256 quant bytes; 4 activation bytes at 4c.
-            let (x, yv) = unsafe { (ld256(p.add(16 + 32 * c)), bcast4(y.qs.as_ptr().add(4 * c))) };
+    let mut isum = [_mm256_setzero_si256(); G];
+    for c in 0..8 {
+        // SAFETY: 4 activation bytes at 4c < 32.
+        let yv = unsafe { bcast4(y.qs.as_ptr().add(4 * c)) };
+        for g in 0..G {
+            // SAFETY: chunk c of the block's 256 quant bytes (the caller's contract).
+            let x = unsafe { ld256(ps[g].add(16 + 32 * c)) };
             let prod = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(yv, x));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, ones));
+            isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(prod, ones));
         }
-        isum
-    })
+    }
+    isum
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn gemv_q8_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
+    // SAFETY: the block functions read one Q8_0 × 8 block per group pointer.
+    unsafe {
+        for_groups(
+            cols,
+            w,
+            a,
+            sums,
+            out,
+            q8_0::GROUP_BLOCK,
+            |p, y, s| q8_0_block(p, y, s),
+            |p, y, s| q8_0_block(p, y, s),
+        )
+    }
+}
+
+/// # Safety
+/// Each `ps[g]` must point at a Q4_0 × 8 group block (144 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q4_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, sum: i32) -> [__m256i; G] {
+    let ones = _mm256_set1_epi16(1);
+    let low4 = _mm256_set1_epi8(0x0F);
+    // unsigned nibbles × y, summed in i16 (8 × 2·15·127 < 2^15), minus 8·Σy
+    let mut s16 = [_mm256_setzero_si256(); G];
+    for c in 0..4 {
+        // SAFETY: activation bytes 4c and 16 + 4c.
+        let (y0, y1) = unsafe {
+            (
+                bcast4(y.qs.as_ptr().add(4 * c)),
+                bcast4(y.qs.as_ptr().add(16 + 4 * c)),
+            )
+        };
+        for g in 0..G {
+            // SAFETY: chunk c of the block's 128 quant bytes (the caller's contract).
+            let x = unsafe { ld256(ps[g].add(16 + 32 * c)) };
+            let lo = _mm256_and_si256(x, low4);
+            let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+            s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(lo, y0));
+            s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(hi, y1));
+        }
+    }
+    let offset = _mm256_set1_epi32(8 * sum);
+    s16.map(|s| _mm256_sub_epi32(_mm256_madd_epi16(s, ones), offset))
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn gemv_q4_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
-    let ones = _mm256_set1_epi16(1);
-    let low4 = _mm256_set1_epi8(0x0F);
-    for_groups(cols, w, a, out, q4_0::GROUP_BLOCK, |p, y, b| {
-        // unsigned nibbles × y, summed in i16 (8 × 2·15·127 < 2^15), minus 8·Σy
-        let mut s16 = _mm256_setzero_si256();
-        for c in 0..4 {
-            // SAFETY: chunk c of the block's 128 quant bytes; activation bytes 4c and 16+4c.
-            let (x, y0, y1) = unsafe {
-                (
-                    ld256(p.add(16 + 32 * c)),
-                    bcast4(y.qs.as_ptr().add(4 * c)),
-                    bcast4(y.qs.as_ptr().add(16 + 4 * c)),
-                )
-            };
-            let lo = _mm256_and_si256(x, low4);
-            let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo, y0));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, y1));
-        }
-        _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(8 * sums[b]))
-    })
+    // SAFETY: the block functions read one Q4_0 × 8 block per group pointer.
+    unsafe {
+        for_groups(
+            cols,
+            w,
+            a,
+            sums,
+            out,
+            q4_0::GROUP_BLOCK,
+            |p, y, s| q4_0_block(p, y, s),
+            |p, y, s| q4_0_block(p, y, s),
+        )
+    }
 }
 
+/// Lane `r` (4 bytes) takes row `r`'s bit byte of a Q5_0 × 8 chunk.
+const Q5_SPREAD: [i8; 32] = [
+    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
+];
+
+/// # Safety
+/// Each `ps[g]` must point at a Q5_0 × 8 group block (176 bytes).
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn gemv_q5_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
+unsafe fn q5_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, sum: i32) -> [__m256i; G] {
     let ones = _mm256_set1_epi16(1);
     let low4 = _mm256_set1_epi8(0x0F);
     let sixteen = _mm256_set1_epi8(0x10);
-    // lane r (4 bytes) takes row r's bit byte; byte j of a lane tests bit j (low elements)
-    // or bit 4 + j (high elements)
-    let spread = _mm256_setr_epi8(
-        0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7,
-        7, 7,
-    );
+    // SAFETY: the table is 32 bytes.
+    let spread = unsafe { ld256(Q5_SPREAD.as_ptr()) };
+    // byte j of a lane tests bit j (low elements) or bit 4 + j (high elements)
     let lo_bit = _mm256_set1_epi32(0x0804_0201);
     let hi_bit = _mm256_set1_epi32(0x8040_2010_u32 as i32);
     let fifth = |bits: __m256i, probe: __m256i| {
@@ -127,20 +205,24 @@ pub(super) fn gemv_q5_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut
             sixteen,
         )
     };
-    for_groups(cols, w, a, out, q5_0::GROUP_BLOCK, |p, y, b| {
-        // unsigned 5-bit values × y: at most 4 products per i16 (4 × 2·31·127 < 2^15)
-        let mut isum = _mm256_set1_epi32(-16 * sums[b]);
-        for half in 0..2 {
-            let mut s16 = _mm256_setzero_si256();
-            for c in 2 * half..2 * half + 2 {
-                // SAFETY: chunk c's 8 bit bytes and 32 quant bytes; activation bytes 4c and
-                // 16+4c.
-                let (h8, x, y0, y1) = unsafe {
+    // unsigned 5-bit values × y: at most 4 products per i16 (4 × 2·31·127 < 2^15)
+    let mut isum = [_mm256_set1_epi32(-16 * sum); G];
+    for half in 0..2 {
+        let mut s16 = [_mm256_setzero_si256(); G];
+        for c in 2 * half..2 * half + 2 {
+            // SAFETY: activation bytes 4c and 16 + 4c.
+            let (y0, y1) = unsafe {
+                (
+                    bcast4(y.qs.as_ptr().add(4 * c)),
+                    bcast4(y.qs.as_ptr().add(16 + 4 * c)),
+                )
+            };
+            for g in 0..G {
+                // SAFETY: chunk c's 8 bit bytes and 32 quant bytes (the caller's contract).
+                let (h8, x) = unsafe {
                     (
-                        p.add(16 + 8 * c).cast::<i64>().read_unaligned(),
-                        ld256(p.add(48 + 32 * c)),
-                        bcast4(y.qs.as_ptr().add(4 * c)),
-                        bcast4(y.qs.as_ptr().add(16 + 4 * c)),
+                        ps[g].add(16 + 8 * c).cast::<i64>().read_unaligned(),
+                        ld256(ps[g].add(48 + 32 * c)),
                     )
                 };
                 let bits = _mm256_shuffle_epi8(_mm256_set1_epi64x(h8), spread);
@@ -149,13 +231,32 @@ pub(super) fn gemv_q5_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut
                     _mm256_and_si256(_mm256_srli_epi16(x, 4), low4),
                     fifth(bits, hi_bit),
                 );
-                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo, y0));
-                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, y1));
+                s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(lo, y0));
+                s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(hi, y1));
             }
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16, ones));
         }
-        isum
-    })
+        for g in 0..G {
+            isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(s16[g], ones));
+        }
+    }
+    isum
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn gemv_q5_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
+    // SAFETY: the block functions read one Q5_0 × 8 block per group pointer.
+    unsafe {
+        for_groups(
+            cols,
+            w,
+            a,
+            sums,
+            out,
+            q5_0::GROUP_BLOCK,
+            |p, y, s| q5_0_block(p, y, s),
+            |p, y, s| q5_0_block(p, y, s),
+        )
+    }
 }
 
 /// Runs `block(group_block_ptr, y)` over every super-block of every group, adding the eight

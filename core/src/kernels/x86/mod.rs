@@ -29,7 +29,10 @@ pub(super) use safe_dots;
 
 mod avx2_safe {
     use super::avx2;
-    super::safe_dots!(avx2: dot_f32, dot_f16, dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
+    super::safe_dots!(
+        avx2: dot_f32, dot_f16, dot_bf16, dot_q4_0, dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0,
+        dot_q2_k, dot_q3_k, dot_q4_k, dot_q5_k, dot_q6_k
+    );
 }
 
 /// Wraps `unsafe fn(usize, &[u8], &[u8], &[i32], &mut [f32])` interleaved kernels.
@@ -93,10 +96,16 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     use avx2_safe::*;
     k.set_vec_dot(GgmlType::F32, dot_f32);
     k.set_vec_dot(GgmlType::F16, dot_f16);
+    k.set_vec_dot(GgmlType::BF16, dot_bf16);
     k.set_vec_dot(GgmlType::Q4_0, dot_q4_0);
+    k.set_vec_dot(GgmlType::Q4_1, dot_q4_1);
     k.set_vec_dot(GgmlType::Q5_0, dot_q5_0);
+    k.set_vec_dot(GgmlType::Q5_1, dot_q5_1);
     k.set_vec_dot(GgmlType::Q8_0, dot_q8_0);
+    k.set_vec_dot(GgmlType::Q2_K, dot_q2_k);
+    k.set_vec_dot(GgmlType::Q3_K, dot_q3_k);
     k.set_vec_dot(GgmlType::Q4_K, dot_q4_k);
+    k.set_vec_dot(GgmlType::Q5_K, dot_q5_k);
     k.set_vec_dot(GgmlType::Q6_K, dot_q6_k);
     k.set_gemv_x8(GgmlType::Q4_0, avx2_x8_safe::gemv_q4_0);
     k.set_gemv_x8(GgmlType::Q5_0, avx2_x8_safe::gemv_q5_0);
