@@ -25,6 +25,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Measure prompt processing (pp) and generation (tg) speed, like llama-bench.
     Bench(BenchArgs),
+    /// Print the instruction sets this CPU and build can run, best (the default) first.
+    Isas,
 }
 
 #[derive(Args)]

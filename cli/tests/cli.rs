@@ -281,3 +281,40 @@ fn bench_bad_flags() {
         "context",
     );
 }
+
+#[test]
+fn isas_lists_the_default_first_and_scalar_last() {
+    let out = superinfer(&["isas"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = text.lines().collect();
+    assert_eq!(names.last(), Some(&"scalar"), "{text}");
+    for n in &names {
+        assert!(
+            ["avx512", "avx2", "neon", "simd128", "scalar"].contains(n),
+            "unknown ISA name {n}"
+        );
+    }
+    // every listed ISA can be forced
+    let m = model("isas");
+    for n in names {
+        let out = superinfer(&[
+            "bench",
+            "-m",
+            m.to_str().unwrap(),
+            "-p",
+            "0",
+            "-n",
+            "2",
+            "-r",
+            "1",
+            "--isa",
+            n,
+        ]);
+        assert!(
+            out.status.success(),
+            "--isa {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -3,7 +3,7 @@
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use superinfer_core::model::{forward, State};
+use superinfer_core::model::{forward, forward_batch, Batch, Logits, State};
 use superinfer_core::ops::attention::AttnKernel;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::StreamDecoder;
@@ -54,6 +54,8 @@ pub struct Session<'e> {
     engine: &'e Engine,
     state: State,
     tokens: Vec<u32>,
+    /// Prompt-processing activations, allocated on the first prompt.
+    batch: Option<Batch>,
 }
 
 impl<'e> Session<'e> {
@@ -75,6 +77,7 @@ impl<'e> Session<'e> {
             engine,
             state,
             tokens: Vec::new(),
+            batch: None,
         })
     }
 
@@ -146,15 +149,48 @@ impl<'e> Session<'e> {
         mut f: impl FnMut(usize, &[f32]),
     ) -> Result<(), Error> {
         self.check_room(tokens.len())?;
-        let mut i = 0;
-        for chunk in tokens.chunks(UBATCH) {
-            for &t in chunk {
-                self.step(t, chunk.len(), all_logits || i + 1 == tokens.len())?;
-                if all_logits {
-                    f(i, &self.state.logits);
-                }
-                i += 1;
+        if let [t] = tokens {
+            // decoding: the single-token pass (fused q/k/v and gate/up dispatches)
+            self.step(*t, 1, true)?;
+            if all_logits {
+                f(0, &self.state.logits);
             }
+            return Ok(());
+        }
+        let e = self.engine;
+        let cap = UBATCH.min(self.n_ctx());
+        let batch = self
+            .batch
+            .get_or_insert_with(|| Batch::new(e.config(), cap));
+        let mut done = 0;
+        for chunk in tokens.chunks(batch.capacity()) {
+            let which = if all_logits {
+                Logits::All
+            } else if done + chunk.len() == tokens.len() {
+                Logits::Last
+            } else {
+                Logits::None
+            };
+            let pos0 = self.tokens.len();
+            forward_batch(
+                e.weights(),
+                &mut self.state,
+                batch,
+                e.kernels(),
+                e.parallel(),
+                chunk,
+                pos0,
+                AttnKernel::for_batch(chunk.len()),
+                which,
+                |i, logits| {
+                    if all_logits {
+                        f(done + i, logits)
+                    }
+                },
+            )
+            .map_err(Error::Core)?;
+            self.tokens.extend_from_slice(chunk);
+            done += chunk.len();
         }
         Ok(())
     }

@@ -59,3 +59,13 @@ pub fn write_stdout(s: &str) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+/// `superinfer isas`: one ISA name per line, best first.
+pub fn isas() -> Result<(), String> {
+    let names: Vec<&str> = superinfer_runtime::cpu::detect()
+        .available()
+        .into_iter()
+        .map(|i| i.name())
+        .collect();
+    write_stdout(&(names.join("\n") + "\n"))
+}

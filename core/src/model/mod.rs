@@ -2,12 +2,14 @@
 //! one forward pass for the whole llama family.
 
 mod arch;
+mod batch;
 mod config;
 mod state;
 mod transformer;
 mod weights;
 
 pub use arch::{Activation, Arch};
+pub use batch::{forward_batch, Batch, Logits};
 pub use config::Config;
 pub use state::{KvCache, State};
 pub use transformer::forward;

@@ -14,7 +14,7 @@
 //! ```
 
 use super::arch::Activation;
-use super::state::State;
+use super::state::{KvCache, State};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -76,7 +76,7 @@ pub fn forward(
     Ok(())
 }
 
-fn add_bias(x: &mut [f32], b: &Option<alloc::borrow::Cow<'_, [f32]>>) {
+pub(super) fn add_bias(x: &mut [f32], b: &Option<alloc::borrow::Cow<'_, [f32]>>) {
     if let Some(b) = b {
         x.iter_mut().zip(b.iter()).for_each(|(x, b)| *x += b);
     }
@@ -103,15 +103,58 @@ fn attention_block(
         &mut st.act,
         [&mut st.q, &mut st.k, &mut st.v],
     )?;
-    add_bias(&mut st.q, &l.bq);
-    add_bias(&mut st.k, &l.bk);
-    add_bias(&mut st.v, &l.bv);
+    let s = &mut *st;
+    prepare_token(
+        w,
+        il,
+        l,
+        [&mut s.q, &mut s.k, &mut s.v],
+        pos,
+        [&mut s.rope_cos, &mut s.rope_sin],
+        &mut s.kv,
+    );
+    attend_token(
+        k,
+        w,
+        il,
+        &mut s.q,
+        &s.kv,
+        pos,
+        kernel,
+        [&mut s.scores, &mut s.attn],
+        &mut s.attn_acc,
+    );
+
+    matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
+    add_bias(&mut st.xb2, &l.bo);
+    if let Some(n) = &l.post_attn_norm {
+        rmsnorm_inplace(&mut st.xb2, n, c.rms_eps);
+    }
+    st.x.iter_mut().zip(&st.xb2).for_each(|(x, a)| *x += a);
+    Ok(())
+}
+
+/// One token's projected q, k, v (at position `pos`) made ready for attention: biases,
+/// per-head norms, RoPE, and its k / v rows written to layer `il` of the cache.
+pub(super) fn prepare_token(
+    w: &Weights<'_>,
+    il: usize,
+    l: &Layer<'_>,
+    [q, k, v]: [&mut [f32]; 3],
+    pos: usize,
+    [cos, sin]: [&mut [f32]; 2],
+    kv: &mut KvCache,
+) {
+    let c = &w.config;
+    add_bias(q, &l.bq);
+    add_bias(k, &l.bk);
+    add_bias(v, &l.bv);
     if let Some(n) = &l.q_norm {
-        st.q.chunks_exact_mut(c.head_dim_k)
+        q.chunks_exact_mut(c.head_dim_k)
             .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
     }
     if let Some(n) = &l.k_norm {
-        st.k.chunks_exact_mut(c.head_dim_k)
+        k.chunks_exact_mut(c.head_dim_k)
             .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
     }
 
@@ -124,29 +167,42 @@ fn attention_block(
         base,
         freq_scale,
         w.rope_freqs.as_deref(),
-        &mut st.rope_cos,
-        &mut st.rope_sin,
+        cos,
+        sin,
     );
-    let table = rope::RopeTable {
-        cos: &st.rope_cos,
-        sin: &st.rope_sin,
-    };
-    rope::apply(&mut st.q, c.head_dim_k, c.rope_style, &table);
-    rope::apply(&mut st.k, c.head_dim_k, c.rope_style, &table);
+    let table = rope::RopeTable { cos, sin };
+    rope::apply(q, c.head_dim_k, c.rope_style, &table);
+    rope::apply(k, c.head_dim_k, c.rope_style, &table);
 
     let (k_row, v_row) = c.kv_row();
-    let kc = &mut st.kv.k[il][pos * k_row..(pos + 1) * k_row];
+    let kc = &mut kv.k[il][pos * k_row..(pos + 1) * k_row];
     kc.iter_mut()
-        .zip(&st.k)
+        .zip(&*k)
         .for_each(|(d, &s)| *d = f16::from_f32(s));
-    let vc = &mut st.kv.v[il][pos * v_row..(pos + 1) * v_row];
+    let vc = &mut kv.v[il][pos * v_row..(pos + 1) * v_row];
     vc.iter_mut()
-        .zip(&st.v)
+        .zip(&*v)
         .for_each(|(d, &s)| *d = f16::from_f32(s));
+}
 
+/// Attention of the token at `pos` (its q prepared by [`prepare_token`], the cache holding
+/// positions `..=pos`) into `out`; `scores` must hold `pos + 1` values.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn attend_token(
+    k: &Kernels,
+    w: &Weights<'_>,
+    il: usize,
+    q: &mut [f32],
+    kv: &KvCache,
+    pos: usize,
+    kernel: AttnKernel,
+    [scores, out]: [&mut [f32]; 2],
+    acc: &mut [f16],
+) {
+    let c = &w.config;
     // A sliding-window layer sees the last `sliding_window` positions (llama.cpp: masked
     // when pos - p >= n_swa).
-    let t_start = if swa && c.sliding_window > 0 {
+    let t_start = if c.swa_layers[il] && c.sliding_window > 0 {
         (pos + 1).saturating_sub(c.sliding_window)
     } else {
         0
@@ -159,26 +215,18 @@ fn attention_block(
     };
     attend(
         k.f16_ops(),
-        &mut st.attn,
-        &mut st.q,
-        &st.kv.k[il],
-        &st.kv.v[il],
+        out,
+        q,
+        &kv.k[il],
+        &kv.v[il],
         shape,
         t_start..pos + 1,
         c.attn_scale,
         c.attn_softcap,
         kernel,
-        &mut st.scores,
-        &mut st.attn_acc,
+        scores,
+        acc,
     );
-
-    matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
-    add_bias(&mut st.xb2, &l.bo);
-    if let Some(n) = &l.post_attn_norm {
-        rmsnorm_inplace(&mut st.xb2, n, c.rms_eps);
-    }
-    st.x.iter_mut().zip(&st.xb2).for_each(|(x, a)| *x += a);
-    Ok(())
 }
 
 fn ffn_block(

@@ -107,6 +107,8 @@ pub struct QAct<'b> {
 pub struct ActBuf {
     bytes: Vec<u8>,
     sums: Vec<i32>,
+    /// Bytes and sums of the row quantized last.
+    len: (usize, usize),
 }
 
 impl ActBuf {
@@ -136,6 +138,7 @@ impl ActBuf {
         if nb > 0 {
             interleaved::block_sums(&self.bytes[..n], &mut self.sums[..nb]);
         }
+        self.len = (n, nb);
         Ok(QAct {
             bytes: &self.bytes[..n],
             sums: &self.sums[..nb],
@@ -304,5 +307,86 @@ pub fn matvec_many<const N: usize>(
         let o = unsafe { dsts[i].piece(start * p.unit, (end - start) * p.unit) };
         p.run(xq, start, end, o);
     });
+    Ok(())
+}
+
+/// Quantized activations of a batch of tokens: one row per token, each with its block sums.
+#[derive(Default)]
+pub struct BatchAct {
+    rows: Vec<ActBuf>,
+}
+
+impl BatchAct {
+    /// Quantizes the `n` rows of `x` (each `x.len() / n` long) to `ty`.
+    pub fn quantize(&mut self, k: &Kernels, ty: GgmlType, x: &[f32], n: usize) -> Result<()> {
+        if n == 0 || !x.len().is_multiple_of(n) {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "{} values are not {n} whole rows",
+                x.len()
+            )));
+        }
+        if self.rows.len() < n {
+            self.rows.resize_with(n, ActBuf::default);
+        }
+        let cols = x.len() / n;
+        for (buf, row) in self.rows.iter_mut().zip(x.chunks_exact(cols)) {
+            buf.quantize(k, ty, row)?;
+        }
+        Ok(())
+    }
+
+    fn row(&self, i: usize) -> QAct<'_> {
+        self.rows[i].last()
+    }
+}
+
+impl ActBuf {
+    /// The row quantized last (its bytes and sums).
+    fn last(&self) -> QAct<'_> {
+        QAct {
+            bytes: &self.bytes[..self.len.0],
+            sums: &self.sums[..self.len.1],
+        }
+    }
+}
+
+/// `out[t] = W · x[t]` for the `n` token rows quantized in `xq` (`out` is `n × W.rows`,
+/// token-major). Work is split by rows; each worker runs all tokens over its rows, so a
+/// chunk of weights is read from memory once per batch instead of once per token. Every
+/// token's result is the one [`matvec`] computes (same kernel, same order).
+pub fn matmul(
+    k: &Kernels,
+    par: &dyn Parallel,
+    w: &QMatrix<'_>,
+    xq: &BatchAct,
+    n: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    if out.len() != n * w.rows || xq.rows.len() < n {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "matmul of {} rows over {n} tokens: output has {} values",
+            w.rows,
+            out.len()
+        )));
+    }
+    let plan = Plan::new(k, w, xq.row(0), w.rows)?;
+    let unit = plan.unit;
+    let rows = w.rows;
+    let dst = DisjointSlice::new(out);
+    for_each_range(
+        par,
+        plan.units(),
+        plan.chunk(par.threads()),
+        &|start, end| {
+            for t in 0..n {
+                // SAFETY: chunks cover disjoint row ranges; token t's rows are [t·rows, (t+1)·rows).
+                let o = unsafe { dst.piece(t * rows + start * unit, (end - start) * unit) };
+                plan.run(xq.row(t), start, end, o);
+            }
+        },
+    );
     Ok(())
 }

@@ -1,0 +1,299 @@
+//! Prompt processing: the forward pass over a batch of consecutive tokens at once. Every
+//! matrix product runs over the whole batch (`ops::matmul::matmul`: each worker takes a
+//! chunk of weight rows and runs every token over it, so weights stream from memory once per
+//! batch rather than once per token), and attention runs in parallel over the batch's tokens.
+//! Per token the arithmetic is exactly [`forward`](super::forward)'s (same kernels, same
+//! order), so a prompt fed in batches gives the same logits bit for bit.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use half::f16;
+
+use super::arch::Activation;
+use super::config::Config;
+use super::state::State;
+use super::transformer::{add_bias, attend_token, prepare_token};
+use super::weights::{Layer, Weights};
+use crate::error::{Error, Result};
+use crate::kernels::Kernels;
+use crate::ops::activation;
+use crate::ops::attention::AttnKernel;
+use crate::ops::matmul::{matmul, matvec_f32, BatchAct, QMatrix};
+use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
+use crate::parallel::{for_each_range, DisjointSlice, Parallel};
+
+/// Activations of up to `cap` tokens, allocated once per session.
+pub struct Batch {
+    cap: usize,
+    x: Vec<f32>,
+    xb: Vec<f32>,
+    xb2: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    attn: Vec<f32>,
+    hb: Vec<f32>,
+    hb2: Vec<f32>,
+    act: BatchAct,
+}
+
+impl Batch {
+    pub fn new(c: &Config, cap: usize) -> Batch {
+        let (k_row, v_row) = c.kv_row();
+        Batch {
+            cap,
+            x: vec![0.0; cap * c.n_embd],
+            xb: vec![0.0; cap * c.n_embd],
+            xb2: vec![0.0; cap * c.n_embd],
+            q: vec![0.0; cap * c.n_head * c.head_dim_k],
+            k: vec![0.0; cap * k_row],
+            v: vec![0.0; cap * v_row],
+            attn: vec![0.0; cap * c.n_head * c.head_dim_v],
+            hb: vec![0.0; cap * c.n_ff],
+            hb2: vec![0.0; cap * c.n_ff],
+            act: BatchAct::default(),
+        }
+    }
+
+    /// Tokens per batch.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+}
+
+/// Which tokens of a batch need logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logits {
+    /// None (an early part of a long prompt).
+    None,
+    /// Only the last token (prompt processing).
+    Last,
+    /// Every token (teacher forcing, perplexity).
+    All,
+}
+
+/// Runs `tokens` at positions `pos0..pos0 + tokens.len()` (the cache must hold positions
+/// `0..pos0`), with the attention kernel of its batch, and calls `on_logits(i, logits)` for
+/// the tokens `which` asks for.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_batch(
+    w: &Weights<'_>,
+    st: &mut State,
+    b: &mut Batch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    tokens: &[u32],
+    pos0: usize,
+    kernel: AttnKernel,
+    which: Logits,
+    mut on_logits: impl FnMut(usize, &[f32]),
+) -> Result<()> {
+    let c = &w.config;
+    let n = tokens.len();
+    if n == 0 {
+        return Ok(());
+    }
+    if n > b.cap {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "a batch of {n} tokens exceeds the batch capacity {}",
+            b.cap
+        )));
+    }
+    if pos0 + n > st.n_ctx() {
+        return Err(Error::ContextOverflow {
+            needed: pos0 + n,
+            capacity: st.n_ctx(),
+        });
+    }
+    let d = c.n_embd;
+    for (t, &token) in tokens.iter().enumerate() {
+        if token as usize >= c.n_vocab {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "token id {token} is outside the vocabulary ({})",
+                c.n_vocab
+            )));
+        }
+        let x = &mut b.x[t * d..(t + 1) * d];
+        w.token_embd.dequantize_row(token as usize, x)?;
+        if c.embed_scale != 1.0 {
+            x.iter_mut().for_each(|v| *v *= c.embed_scale);
+        }
+    }
+
+    for (il, l) in w.layers.iter().enumerate() {
+        attention_block(w, st, b, k, par, il, l, n, pos0, kernel)?;
+        ffn_block(w, b, k, par, l, n)?;
+    }
+
+    for t in 0..n {
+        let wanted = match which {
+            Logits::None => false,
+            Logits::Last => t + 1 == n,
+            Logits::All => true,
+        };
+        if !wanted {
+            continue;
+        }
+        rmsnorm(
+            &mut st.xb,
+            &b.x[t * d..(t + 1) * d],
+            &w.output_norm,
+            c.rms_eps,
+        );
+        matvec_f32(k, par, &w.output, &st.xb, &mut st.act, &mut st.logits)?;
+        if let Some(cap) = c.final_softcap {
+            st.logits
+                .iter_mut()
+                .for_each(|l| *l = cap * libm::tanhf(*l / cap));
+        }
+        on_logits(t, &st.logits);
+    }
+    Ok(())
+}
+
+/// `out = W · x` for the first `n` rows of `x`.
+fn project(
+    k: &Kernels,
+    par: &dyn Parallel,
+    act: &mut BatchAct,
+    m: &QMatrix<'_>,
+    x: &[f32],
+    n: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    act.quantize(k, m.act_type(), &x[..n * m.cols], n)?;
+    matmul(k, par, m, act, n, &mut out[..n * m.rows])
+}
+
+/// `rmsnorm` of each of the first `n` rows.
+fn norm_rows(out: &mut [f32], x: &[f32], weight: &[f32], eps: f32, dim: usize, n: usize) {
+    for (o, x) in out.chunks_exact_mut(dim).zip(x.chunks_exact(dim)).take(n) {
+        rmsnorm(o, x, weight, eps);
+    }
+}
+
+/// `x += f(y)` row by row: the optional output norm, then the residual add.
+fn residual(x: &mut [f32], y: &mut [f32], norm: Option<&[f32]>, eps: f32, dim: usize, n: usize) {
+    for (x, y) in x.chunks_exact_mut(dim).zip(y.chunks_exact_mut(dim)).take(n) {
+        if let Some(w) = norm {
+            rmsnorm_inplace(y, w, eps);
+        }
+        x.iter_mut().zip(&*y).for_each(|(x, a)| *x += a);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attention_block(
+    w: &Weights<'_>,
+    st: &mut State,
+    b: &mut Batch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    il: usize,
+    l: &Layer<'_>,
+    n: usize,
+    pos0: usize,
+    kernel: AttnKernel,
+) -> Result<()> {
+    let c = &w.config;
+    let d = c.n_embd;
+    let (k_row, v_row) = c.kv_row();
+    let (q_row, o_row) = (c.n_head * c.head_dim_k, c.n_head * c.head_dim_v);
+    norm_rows(&mut b.xb, &b.x, &l.attn_norm, c.rms_eps, d, n);
+    project(k, par, &mut b.act, &l.wq, &b.xb, n, &mut b.q)?;
+    project(k, par, &mut b.act, &l.wk, &b.xb, n, &mut b.k)?;
+    project(k, par, &mut b.act, &l.wv, &b.xb, n, &mut b.v)?;
+    for t in 0..n {
+        prepare_token(
+            w,
+            il,
+            l,
+            [
+                &mut b.q[t * q_row..(t + 1) * q_row],
+                &mut b.k[t * k_row..(t + 1) * k_row],
+                &mut b.v[t * v_row..(t + 1) * v_row],
+            ],
+            pos0 + t,
+            [&mut st.rope_cos, &mut st.rope_sin],
+            &mut st.kv,
+        );
+    }
+
+    // every token's k / v is in the cache: the tokens attend independently
+    let (qs, outs) = (
+        DisjointSlice::new(&mut b.q),
+        DisjointSlice::new(&mut b.attn),
+    );
+    let kv = &st.kv;
+    for_each_range(par, n, 1, &|start, end| {
+        let mut scores = vec![0.0f32; pos0 + end];
+        let mut acc = vec![f16::ZERO; c.head_dim_v];
+        for t in start..end {
+            // SAFETY: each token's q and output rows belong to this range only.
+            let (q, out) = unsafe { (qs.piece(t * q_row, q_row), outs.piece(t * o_row, o_row)) };
+            attend_token(
+                k,
+                w,
+                il,
+                q,
+                kv,
+                pos0 + t,
+                kernel,
+                [&mut scores, out],
+                &mut acc,
+            );
+        }
+    });
+
+    project(k, par, &mut b.act, &l.wo, &b.attn, n, &mut b.xb2)?;
+    for row in b.xb2.chunks_exact_mut(d).take(n) {
+        add_bias(row, &l.bo);
+    }
+    residual(
+        &mut b.x,
+        &mut b.xb2,
+        l.post_attn_norm.as_deref(),
+        c.rms_eps,
+        d,
+        n,
+    );
+    Ok(())
+}
+
+fn ffn_block(
+    w: &Weights<'_>,
+    b: &mut Batch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    l: &Layer<'_>,
+    n: usize,
+) -> Result<()> {
+    let c = &w.config;
+    let d = c.n_embd;
+    let n_ff = l.up.rows;
+    norm_rows(&mut b.xb, &b.x, &l.ffn_norm, c.rms_eps, d, n);
+    project(k, par, &mut b.act, &l.gate, &b.xb, n, &mut b.hb)?;
+    project(k, par, &mut b.act, &l.up, &b.xb, n, &mut b.hb2)?;
+    // row by row, as the single-token pass calls them (same vector / tail split)
+    for (hb, hb2) in
+        b.hb.chunks_exact_mut(n_ff)
+            .zip(b.hb2.chunks_exact(n_ff))
+            .take(n)
+    {
+        match c.activation {
+            Activation::Silu => (k.swiglu())(hb, hb2),
+            Activation::Gelu => activation::geglu(hb, hb2),
+        }
+    }
+    project(k, par, &mut b.act, &l.down, &b.hb, n, &mut b.xb2)?;
+    residual(
+        &mut b.x,
+        &mut b.xb2,
+        l.post_ffn_norm.as_deref(),
+        c.rms_eps,
+        d,
+        n,
+    );
+    Ok(())
+}
