@@ -16,7 +16,7 @@ mod x86;
 #[cfg(test)]
 mod tests;
 
-use crate::quant::interleaved::GemvX8Fn;
+use crate::quant::interleaved::{GemmX8Fn, GemvX8Fn};
 use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn};
 
 /// What the CPU can do, as detected by the frontend.
@@ -64,7 +64,7 @@ impl Isa {
 
 const N_TYPES: usize = 40;
 
-/// Row primitives over f16 data (the KV cache), as used by attention.
+/// Attention's row primitives: over f16 data (the KV cache), and the softmax exponentials.
 #[derive(Clone, Copy)]
 pub struct F16Ops {
     /// `out[t] = Σ_i q[i]·k[t·stride + i]`, summed in order (bit-identical on every ISA).
@@ -75,6 +75,8 @@ pub struct F16Ops {
     pub scale_f16: fn(acc: &mut [half::f16], s: f32),
     /// `acc[i] += v[i]·s`.
     pub mad_f32_f16: fn(acc: &mut [f32], v: &[half::f16], s: f32),
+    /// `x[i] = e^(x[i] - m)`, within a few ulp of `libm::expf` (the scalar version).
+    pub exp_sub: fn(x: &mut [f32], m: f32),
 }
 
 /// Function pointers for one ISA.
@@ -84,6 +86,7 @@ pub struct Kernels {
     vec_dot: [Option<VecDotFn>; N_TYPES],
     quantize: [Option<QuantizeRowFn>; N_TYPES],
     gemv_x8: [Option<GemvX8Fn>; N_TYPES],
+    gemm_x8: [Option<GemmX8Fn>; N_TYPES],
     f16: F16Ops,
     swiglu: fn(gate: &mut [f32], up: &[f32]),
 }
@@ -96,6 +99,7 @@ impl Kernels {
             vec_dot: [None; N_TYPES],
             quantize: [None; N_TYPES],
             gemv_x8: [None; N_TYPES],
+            gemm_x8: [None; N_TYPES],
             f16: generic::f16::OPS,
             swiglu: crate::ops::activation::swiglu,
         };
@@ -126,6 +130,16 @@ impl Kernels {
 
     pub fn set_gemv_x8(&mut self, ty: GgmlType, f: GemvX8Fn) {
         self.gemv_x8[ty.id() as usize] = Some(f);
+    }
+
+    /// Several tokens at once over one interleaved group (prompt processing), when this ISA
+    /// has such a kernel for `ty`; without one, a batch runs [`Self::gemv_x8`] per token.
+    pub fn gemm_x8(&self, ty: GgmlType) -> Option<GemmX8Fn> {
+        self.gemm_x8.get(ty.id() as usize).copied().flatten()
+    }
+
+    pub fn set_gemm_x8(&mut self, ty: GgmlType, f: GemmX8Fn) {
+        self.gemm_x8[ty.id() as usize] = Some(f);
     }
 
     /// The f16 row primitives.

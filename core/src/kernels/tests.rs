@@ -366,15 +366,21 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                             }
                         });
                     }
-                    let a = if case == 0 {
-                        raw_row(&mut rng, at, n)
-                    } else {
-                        quantized(&scalar, at, &values(&mut rng, n, Fill::Normal))
+                    let mut act = || {
+                        let a = if case == 0 {
+                            raw_row(&mut rng, at, n)
+                        } else {
+                            quantized(&scalar, at, &values(&mut rng, n, Fill::Normal))
+                        };
+                        let mut sums = vec![0i32; n / 32];
+                        if at == GgmlType::Q8_0 {
+                            interleaved::block_sums(&a, &mut sums);
+                        }
+                        (a, sums)
                     };
-                    let mut sums = vec![0i32; n / 32];
-                    if at == GgmlType::Q8_0 {
-                        interleaved::block_sums(&a, &mut sums);
-                    }
+                    let tokens: Vec<_> = (0..interleaved::GEMM_TOKENS).map(|_| act()).collect();
+                    let (a, sums) = &tokens[0];
+                    let (a, sums) = (a.clone(), sums.clone());
                     let packed = interleaved::repack(ty, rows, n, &w).unwrap();
                     let mut got = vec![f32::NAN; rows];
                     gemv(n, &packed, &a, &sums, &mut got);
@@ -389,11 +395,54 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                             isa.name()
                         );
                     }
+                    if let Some(gemm) = k.gemm_x8(ty) {
+                        gemm_matches_gemv(gemm, gemv, n, groups, &packed, &tokens);
+                    }
                 }
             }
         }
     }
     eprintln!("{}: {covered} interleaved kernels checked", isa.name());
+}
+
+/// The batch kernel over every group against the matrix × vector kernel per token, for
+/// 1 ..= GEMM_TOKENS tokens: the same bits.
+fn gemm_matches_gemv(
+    gemm: crate::quant::interleaved::GemmX8Fn,
+    gemv: crate::quant::interleaved::GemvX8Fn,
+    n: usize,
+    groups: usize,
+    packed: &[u8],
+    tokens: &[(Vec<u8>, Vec<i32>)],
+) {
+    use crate::quant::interleaved::ROWS;
+    let want: Vec<Vec<f32>> = tokens
+        .iter()
+        .map(|(a, s)| {
+            let mut o = vec![f32::NAN; groups * ROWS];
+            gemv(n, packed, a, s, &mut o);
+            o
+        })
+        .collect();
+    let a: Vec<&[u8]> = tokens.iter().map(|t| &t.0[..]).collect();
+    let s: Vec<&[i32]> = tokens.iter().map(|t| &t.1[..]).collect();
+    let group = packed.len() / groups;
+    for m in 1..=tokens.len() {
+        for (g, wg) in packed.chunks_exact(group).enumerate() {
+            let mut got = vec![[f32::NAN; ROWS]; m];
+            gemm(n, wg, &a[..m], &s[..m], &mut got);
+            for (t, got) in got.iter().enumerate() {
+                for (r, x) in got.iter().enumerate() {
+                    let y = want[t][g * ROWS + r];
+                    assert_eq!(
+                        x.to_bits(),
+                        y.to_bits(),
+                        "gemm of {m} tokens, n={n}, group {g}, token {t}, row {r}: {x} vs {y}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -470,6 +519,18 @@ pub(crate) fn f16_ops_parity(isa: Isa) {
                 assert!(
                     (p - q).abs() <= 1e-6 * t + 1e-30,
                     "{} mad_f32_f16",
+                    isa.name()
+                );
+            }
+            // the softmax exponentials, down to where they underflow
+            let m = a.iter().fold(0.0f32, |m, &v| m.max(v));
+            let (mut x, mut y) = (a.clone(), a.clone());
+            (ops.exp_sub)(&mut x, m);
+            (refs.exp_sub)(&mut y, m);
+            for (p, q) in x.iter().zip(&y) {
+                assert!(
+                    (p - q).abs() <= 4e-7 * q + f32::MIN_POSITIVE,
+                    "{} exp_sub: {p} vs {q}",
                     isa.name()
                 );
             }

@@ -97,10 +97,10 @@ pub fn attend(
         match kernel {
             AttnKernel::Tiled => {
                 let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
+                (ops.exp_sub)(scores, max);
                 let mut sum = 0.0f64;
                 oh.fill(0.0);
-                for (&s, t) in scores.iter().zip(window.clone()) {
-                    let p = libm::expf(s - max);
+                for (&p, t) in scores.iter().zip(window.clone()) {
                     sum += p as f64;
                     (ops.mad_f32_f16)(oh, v_of(t, kvh), p);
                 }

@@ -151,6 +151,8 @@ impl ActBuf {
 struct Plan<'m, 'a> {
     w: &'m QMatrix<'a>,
     kernel: Kernel,
+    /// The batch kernel over the same layout, if the ISA has one.
+    gemm: Option<interleaved::GemmX8Fn>,
     /// Output rows per work unit.
     unit: usize,
 }
@@ -194,7 +196,16 @@ impl<'m, 'a> Plan<'m, 'a> {
                 (Kernel::X8(gemv), interleaved::ROWS)
             }
         };
-        Ok(Plan { w, kernel, unit })
+        let gemm = match w.layout {
+            Layout::X8 => k.gemm_x8(w.ty),
+            Layout::Rows => None,
+        };
+        Ok(Plan {
+            w,
+            kernel,
+            gemm,
+            unit,
+        })
     }
 
     fn units(&self) -> usize {
@@ -380,13 +391,50 @@ pub fn matmul(
         par,
         plan.units(),
         plan.chunk(par.threads()),
-        &|start, end| {
-            for t in 0..n {
-                // SAFETY: chunks cover disjoint row ranges; token t's rows are [t·rows, (t+1)·rows).
-                let o = unsafe { dst.piece(t * rows + start * unit, (end - start) * unit) };
-                plan.run(xq.row(t), start, end, o);
+        &|start, end| match plan.gemm {
+            Some(gemm) if n > 1 => gemm_units(&plan, gemm, xq, n, start, end, &dst),
+            _ => {
+                for t in 0..n {
+                    // SAFETY: chunks cover disjoint row ranges; token t's rows are
+                    // [t·rows, (t+1)·rows).
+                    let o = unsafe { dst.piece(t * rows + start * unit, (end - start) * unit) };
+                    plan.run(xq.row(t), start, end, o);
+                }
             }
         },
     );
     Ok(())
+}
+
+/// Groups `[start, end)` of an interleaved matrix against the `n` tokens, up to
+/// [`interleaved::GEMM_TOKENS`] at a time: each group's weights stay in L1 while every token
+/// passes over them.
+fn gemm_units(
+    plan: &Plan<'_, '_>,
+    gemm: interleaved::GemmX8Fn,
+    xq: &BatchAct,
+    n: usize,
+    start: usize,
+    end: usize,
+    dst: &DisjointSlice<'_, f32>,
+) {
+    const T: usize = interleaved::GEMM_TOKENS;
+    let w = plan.w;
+    let group_bytes = interleaved::ROWS * w.row_bytes();
+    let mut tile = [[0.0f32; interleaved::ROWS]; T];
+    for g in start..end {
+        let wg = &w.data[g * group_bytes..(g + 1) * group_bytes];
+        for t0 in (0..n).step_by(T) {
+            let m = T.min(n - t0);
+            let acts: [QAct<'_>; T] = core::array::from_fn(|i| xq.row((t0 + i).min(n - 1)));
+            let a = acts.map(|x| x.bytes);
+            let sums = acts.map(|x| x.sums);
+            gemm(w.cols, wg, &a[..m], &sums[..m], &mut tile[..m]);
+            for (i, o) in tile[..m].iter().enumerate() {
+                // SAFETY: group g's rows of token t0 + i: inside this worker's row range.
+                let d = unsafe { dst.piece((t0 + i) * w.rows + g * interleaved::ROWS, o.len()) };
+                d.copy_from_slice(o);
+            }
+        }
+    }
 }

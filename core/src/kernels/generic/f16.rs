@@ -9,7 +9,13 @@ pub const OPS: F16Ops = F16Ops {
     mad_f16,
     scale_f16,
     mad_f32_f16,
+    exp_sub,
 };
+
+/// `x[i] = e^(x[i] - m)`.
+pub fn exp_sub(x: &mut [f32], m: f32) {
+    x.iter_mut().for_each(|v| *v = libm::expf(*v - m));
+}
 
 /// `Σ a[i]·b[i]`, accumulated in order in f32 (separate multiply and add).
 pub fn dot_f32_f16(a: &[f32], b: &[f16]) -> f32 {

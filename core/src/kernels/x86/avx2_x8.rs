@@ -4,13 +4,21 @@
 //! the scalar kernel's, `sum += isum as f32 * (dx * dy)` (k-quants: `sum += d * d8 * isum -
 //! dmin * d8 * msum` per super-block, with exact integer sums), so results are bit-identical
 //! to it.
+//!
+//! Every block function is generic over `G` weight groups and `T` tokens: it unpacks each
+//! group's quants once and multiplies them with every token's activation bytes. The matrix ×
+//! vector kernels (`gemv_*`) run two groups against one token (sharing the activation
+//! broadcasts); the batch kernels (`gemm_*`, prompt processing) run one group against up to
+//! [`GEMM_TOKENS`] tokens, so unpacking the weights costs a quarter as much per token. Each
+//! token's float accumulation is the single-token one, so both give the same bits.
+//!
+//! This file has the shared drivers and the legacy formats; `avx2_x8_k.rs` the k-quants.
 
 use core::arch::x86_64::*;
+use core::array::from_fn;
 
 use super::avx2::{f16, ld128, ld256};
-use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, ROWS};
-use crate::quant::kquants::q8_k::{self, BlockQ8K};
-use crate::quant::kquants::QK_K;
+use crate::quant::interleaved::{q4_0, q5_0, q8_0, GEMM_TOKENS, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 
 /// Four activation bytes at `p`, broadcast to every 32-bit lane.
@@ -19,33 +27,39 @@ use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 /// `p` must be valid for reading 4 bytes.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn bcast4<T>(p: *const T) -> __m256i {
+pub(super) unsafe fn bcast4<T>(p: *const T) -> __m256i {
     // SAFETY: the caller guarantees 4 readable bytes.
     _mm256_set1_epi32(unsafe { p.cast::<i32>().read_unaligned() })
 }
 
-/// `acc + isum * (dx * dy)` with `dx` the eight f16 scales at `d` and `dy` broadcast.
-///
-/// # Safety
-/// `d` must be valid for reading 16 bytes.
+/// `acc + isum * (dx * dy)`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn accumulate(acc: __m256, isum: __m256i, d: *const u8, dy: __m256) -> __m256 {
-    // SAFETY: the caller guarantees the 8 scales.
-    let dx = _mm256_cvtph_ps(unsafe { ld128(d) });
+fn accumulate(acc: __m256, isum: __m256i, dx: __m256, dy: __m256) -> __m256 {
     _mm256_add_ps(
         acc,
         _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, dy)),
     )
 }
 
-/// Runs a block function (the integer part of one block for `G` groups at once: pointers to
-/// each group's block, the activation block and its quant sum) over every block of every
-/// group, two groups at a time (`two`, sharing the activation broadcasts and scale) with a
-/// last odd group on its own (`one`), and stores the eight sums of each group.
+/// The eight f16 scales at `d`.
 ///
 /// # Safety
-/// `one` and `two` must only read their groups' `group_block` bytes per block.
+/// `d` must be valid for reading 16 bytes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn scales8(d: *const u8) -> __m256 {
+    // SAFETY: the caller guarantees the 8 scales.
+    _mm256_cvtph_ps(unsafe { ld128(d) })
+}
+
+/// Runs `one` / `two` (the integer part of one block for one / two groups and one token: from
+/// pointers to each group's block, the activation block and its quant sum) over every
+/// block of every group, two groups at a time (sharing the activation broadcasts and scale)
+/// with a last odd group on its own, and stores the eight sums of each group.
+///
+/// # Safety
+/// The block functions must only read their groups' `group_block` bytes per block.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -56,8 +70,8 @@ unsafe fn for_groups(
     sums: &[i32],
     out: &mut [f32],
     group_block: usize,
-    one: impl Fn([*const u8; 1], &BlockQ8_0, i32) -> [__m256i; 1],
-    two: impl Fn([*const u8; 2], &BlockQ8_0, i32) -> [__m256i; 2],
+    one: impl Fn([*const u8; 1], [&BlockQ8_0; 1], [i32; 1]) -> [[__m256i; 1]; 1],
+    two: impl Fn([*const u8; 2], [&BlockQ8_0; 1], [i32; 1]) -> [[__m256i; 1]; 2],
 ) {
     let nb = cols / QK;
     let ys = &blocks::<BlockQ8_0>(a)[..nb];
@@ -74,9 +88,9 @@ unsafe fn for_groups(
                 let p0 = g.as_ptr().add(b * group_block);
                 let p1 = p0.add(group_bytes);
                 let dy = _mm256_set1_ps(f16(y.d));
-                let [i0, i1] = two([p0, p1], y, sums(b));
-                acc[0] = accumulate(acc[0], i0, p0, dy);
-                acc[1] = accumulate(acc[1], i1, p1, dy);
+                let [[i0], [i1]] = two([p0, p1], [y], [sums(b)]);
+                acc[0] = accumulate(acc[0], i0, scales8(p0), dy);
+                acc[1] = accumulate(acc[1], i1, scales8(p1), dy);
             }
             _mm256_storeu_ps(o.as_mut_ptr(), acc[0]);
             _mm256_storeu_ps(o.as_mut_ptr().add(ROWS), acc[1]);
@@ -89,11 +103,165 @@ unsafe fn for_groups(
             let mut acc = _mm256_setzero_ps();
             for (b, y) in ys.iter().enumerate() {
                 let p = g.as_ptr().add(b * group_block);
-                let [i] = one([p], y, sums(b));
-                acc = accumulate(acc, i, p, _mm256_set1_ps(f16(y.d)));
+                let [[i]] = one([p], [y], [sums(b)]);
+                acc = accumulate(acc, i, scales8(p), _mm256_set1_ps(f16(y.d)));
             }
             _mm256_storeu_ps(o.as_mut_ptr(), acc);
         }
+    }
+}
+
+/// Checks a batch kernel's arguments: `T` tokens, as many sums and outputs.
+pub(super) fn check_batch<S>(a: &[&[u8]], sums: &[S], out: &[[f32; ROWS]]) {
+    assert!(
+        a.len() <= GEMM_TOKENS && sums.len() == a.len() && out.len() == a.len(),
+        "a batch kernel takes up to {GEMM_TOKENS} tokens with one sum row and output each"
+    );
+}
+
+/// Calls `$f::<T>(args)` with `T = $n` (1 ..= 4) known at compile time.
+macro_rules! by_token_count {
+    ($n:expr, $f:ident($($arg:expr),*)) => {
+        match $n {
+            0 => {}
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            _ => $f::<4>($($arg),*),
+        }
+    };
+}
+pub(super) use by_token_count;
+
+/// One group against `T` tokens: runs `block` over every block and stores each token's
+/// eight sums in `out[t]`.
+///
+/// # Safety
+/// `block` must only read the group's `group_block` bytes per block.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn gemm_group<const T: usize>(
+    cols: usize,
+    w: &[u8],
+    a: &[&[u8]],
+    sums: &[&[i32]],
+    out: &mut [[f32; ROWS]],
+    group_block: usize,
+    block: impl Fn([*const u8; 1], [&BlockQ8_0; T], [i32; T]) -> [[__m256i; T]; 1],
+) {
+    let nb = cols / QK;
+    assert!(
+        w.len() >= nb * group_block,
+        "a whole group of {cols} columns"
+    );
+    let ys: [&[BlockQ8_0]; T] = from_fn(|t| &blocks::<BlockQ8_0>(a[t])[..nb]);
+    let mut acc = [_mm256_setzero_ps(); T];
+    #[allow(clippy::needless_range_loop)] // block b of every token
+    for b in 0..nb {
+        // SAFETY: block b of the group (checked above).
+        let p = unsafe { w.as_ptr().add(b * group_block) };
+        let yb: [&BlockQ8_0; T] = from_fn(|t| &ys[t][b]);
+        let sb: [i32; T] = from_fn(|t| sums[t].get(b).copied().unwrap_or(0));
+        let [isum] = block([p], yb, sb);
+        // SAFETY: the block's eight scales.
+        let dx = unsafe { scales8(p) };
+        for t in 0..T {
+            let dy = _mm256_set1_ps(f16(yb[t].d));
+            acc[t] = accumulate(acc[t], isum[t], dx, dy);
+        }
+    }
+    for (o, acc) in out.iter_mut().zip(acc) {
+        // SAFETY: `o` is 8 floats.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+    }
+}
+
+/// Defines `gemv_$f` and `gemm_$f` over a legacy block function.
+macro_rules! legacy_kernels {
+    ($gemv:ident, $gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
+            // SAFETY: the block functions read one group block per group pointer.
+            unsafe {
+                for_groups(
+                    cols,
+                    w,
+                    a,
+                    sums,
+                    out,
+                    $group_block,
+                    |p, y, s| $block::<1, 1>(p, y, s),
+                    |p, y, s| $block::<2, 1>(p, y, s),
+                )
+            }
+        }
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn $gemm(
+            cols: usize,
+            w: &[u8],
+            a: &[&[u8]],
+            sums: &[&[i32]],
+            out: &mut [[f32; ROWS]],
+        ) {
+            check_batch(a, sums, out);
+            by_token_count!(a.len(), $gemm_t(cols, w, a, sums, out));
+        }
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn $gemm_t<const T: usize>(
+            cols: usize,
+            w: &[u8],
+            a: &[&[u8]],
+            sums: &[&[i32]],
+            out: &mut [[f32; ROWS]],
+        ) {
+            // SAFETY: the block function reads one group block per group pointer.
+            unsafe {
+                gemm_group::<T>(cols, w, a, sums, out, $group_block, |p, y, s| {
+                    $block::<1, T>(p, y, s)
+                })
+            }
+        }
+    };
+}
+
+legacy_kernels!(
+    gemv_q8_0,
+    gemm_q8_0,
+    gemm_q8_0_t,
+    q8_0_block,
+    q8_0::GROUP_BLOCK
+);
+legacy_kernels!(
+    gemv_q4_0,
+    gemm_q4_0,
+    gemm_q4_0_t,
+    q4_0_block,
+    q4_0::GROUP_BLOCK
+);
+legacy_kernels!(
+    gemv_q5_0,
+    gemm_q5_0,
+    gemm_q5_0_t,
+    q5_0_block,
+    q5_0::GROUP_BLOCK
+);
+
+/// Activation bytes `4c..4c + 4` and `16 + 4c..20 + 4c` (the elements of nibble chunk `c`),
+/// each broadcast.
+///
+/// # Safety
+/// `c < 4`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn bcast_pair(y: &BlockQ8_0, c: usize) -> (__m256i, __m256i) {
+    // SAFETY: bytes 4c..20 + 4c of the 32 (the caller's contract).
+    unsafe {
+        (
+            bcast4(y.qs.as_ptr().add(4 * c)),
+            bcast4(y.qs.as_ptr().add(16 + 4 * c)),
+        )
     }
 }
 
@@ -101,84 +269,64 @@ unsafe fn for_groups(
 /// Each `ps[g]` must point at a Q8_0 × 8 group block (272 bytes).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q8_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, _sum: i32) -> [__m256i; G] {
+unsafe fn q8_0_block<const G: usize, const T: usize>(
+    ps: [*const u8; G],
+    ys: [&BlockQ8_0; T],
+    _sums: [i32; T],
+) -> [[__m256i; T]; G] {
     let ones = _mm256_set1_epi16(1);
-    let mut isum = [_mm256_setzero_si256(); G];
+    let mut isum = [[_mm256_setzero_si256(); T]; G];
     for c in 0..8 {
-        // SAFETY: 4 activation bytes at 4c < 32.
-        let yv = unsafe { bcast4(y.qs.as_ptr().add(4 * c)) };
-        for g in 0..G {
+        for (p, isum) in ps.iter().zip(&mut isum) {
             // SAFETY: chunk c of the block's 256 quant bytes (the caller's contract).
-            let x = unsafe { ld256(ps[g].add(16 + 32 * c)) };
-            let prod = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(yv, x));
-            isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(prod, ones));
+            let x = unsafe { ld256(p.add(16 + 32 * c)) };
+            let ax = _mm256_abs_epi8(x);
+            for (isum, y) in isum.iter_mut().zip(&ys) {
+                // SAFETY: activation bytes 4c..4c + 4 of 32.
+                let y = unsafe { bcast4(y.qs.as_ptr().add(4 * c)) };
+                let prod = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(y, x));
+                *isum = _mm256_add_epi32(*isum, _mm256_madd_epi16(prod, ones));
+            }
         }
     }
     isum
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn gemv_q8_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
-    // SAFETY: the block functions read one Q8_0 × 8 block per group pointer.
-    unsafe {
-        for_groups(
-            cols,
-            w,
-            a,
-            sums,
-            out,
-            q8_0::GROUP_BLOCK,
-            |p, y, s| q8_0_block(p, y, s),
-            |p, y, s| q8_0_block(p, y, s),
-        )
-    }
 }
 
 /// # Safety
 /// Each `ps[g]` must point at a Q4_0 × 8 group block (144 bytes).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q4_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, sum: i32) -> [__m256i; G] {
+unsafe fn q4_0_block<const G: usize, const T: usize>(
+    ps: [*const u8; G],
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+) -> [[__m256i; T]; G] {
     let ones = _mm256_set1_epi16(1);
     let low4 = _mm256_set1_epi8(0x0F);
-    // unsigned nibbles × y, summed in i16 (8 × 2·15·127 < 2^15), minus 8·Σy
-    let mut s16 = [_mm256_setzero_si256(); G];
+    // unsigned nibbles × y, summed in i16 (8 × 2·15·128 < 2^15), minus 8·Σy
+    let mut s16 = [[_mm256_setzero_si256(); T]; G];
     for c in 0..4 {
-        // SAFETY: activation bytes 4c and 16 + 4c.
-        let (y0, y1) = unsafe {
-            (
-                bcast4(y.qs.as_ptr().add(4 * c)),
-                bcast4(y.qs.as_ptr().add(16 + 4 * c)),
-            )
-        };
-        for g in 0..G {
+        for (p, s16) in ps.iter().zip(&mut s16) {
             // SAFETY: chunk c of the block's 128 quant bytes (the caller's contract).
-            let x = unsafe { ld256(ps[g].add(16 + 32 * c)) };
+            let x = unsafe { ld256(p.add(16 + 32 * c)) };
             let lo = _mm256_and_si256(x, low4);
             let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
-            s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(lo, y0));
-            s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(hi, y1));
+            for (s16, y) in s16.iter_mut().zip(&ys) {
+                // SAFETY: activation bytes 4c and 16 + 4c.
+                let (y0, y1) = unsafe { bcast_pair(y, c) };
+                *s16 = _mm256_add_epi16(*s16, _mm256_maddubs_epi16(lo, y0));
+                *s16 = _mm256_add_epi16(*s16, _mm256_maddubs_epi16(hi, y1));
+            }
         }
     }
-    let offset = _mm256_set1_epi32(8 * sum);
-    s16.map(|s| _mm256_sub_epi32(_mm256_madd_epi16(s, ones), offset))
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn gemv_q4_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
-    // SAFETY: the block functions read one Q4_0 × 8 block per group pointer.
-    unsafe {
-        for_groups(
-            cols,
-            w,
-            a,
-            sums,
-            out,
-            q4_0::GROUP_BLOCK,
-            |p, y, s| q4_0_block(p, y, s),
-            |p, y, s| q4_0_block(p, y, s),
-        )
-    }
+    s16.map(|s| {
+        from_fn(|t| {
+            _mm256_sub_epi32(
+                _mm256_madd_epi16(s[t], ones),
+                _mm256_set1_epi32(8 * sums[t]),
+            )
+        })
+    })
 }
 
 /// Lane `r` (4 bytes) takes row `r`'s bit byte of a Q5_0 × 8 chunk.
@@ -190,7 +338,11 @@ const Q5_SPREAD: [i8; 32] = [
 /// Each `ps[g]` must point at a Q5_0 × 8 group block (176 bytes).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q5_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, sum: i32) -> [__m256i; G] {
+unsafe fn q5_0_block<const G: usize, const T: usize>(
+    ps: [*const u8; G],
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+) -> [[__m256i; T]; G] {
     let ones = _mm256_set1_epi16(1);
     let low4 = _mm256_set1_epi8(0x0F);
     let sixteen = _mm256_set1_epi8(0x10);
@@ -205,24 +357,17 @@ unsafe fn q5_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, sum: i32
             sixteen,
         )
     };
-    // unsigned 5-bit values × y: at most 4 products per i16 (4 × 2·31·127 < 2^15)
-    let mut isum = [_mm256_set1_epi32(-16 * sum); G];
+    // unsigned 5-bit values × y: at most 4 products per i16 (4 × 2·31·128 < 2^15)
+    let mut isum: [[__m256i; T]; G] = [from_fn(|t| _mm256_set1_epi32(-16 * sums[t])); G];
     for half in 0..2 {
-        let mut s16 = [_mm256_setzero_si256(); G];
+        let mut s16 = [[_mm256_setzero_si256(); T]; G];
         for c in 2 * half..2 * half + 2 {
-            // SAFETY: activation bytes 4c and 16 + 4c.
-            let (y0, y1) = unsafe {
-                (
-                    bcast4(y.qs.as_ptr().add(4 * c)),
-                    bcast4(y.qs.as_ptr().add(16 + 4 * c)),
-                )
-            };
-            for g in 0..G {
+            for (p, s16) in ps.iter().zip(&mut s16) {
                 // SAFETY: chunk c's 8 bit bytes and 32 quant bytes (the caller's contract).
                 let (h8, x) = unsafe {
                     (
-                        ps[g].add(16 + 8 * c).cast::<i64>().read_unaligned(),
-                        ld256(ps[g].add(48 + 32 * c)),
+                        p.add(16 + 8 * c).cast::<i64>().read_unaligned(),
+                        ld256(p.add(48 + 32 * c)),
                     )
                 };
                 let bits = _mm256_shuffle_epi8(_mm256_set1_epi64x(h8), spread);
@@ -231,256 +376,19 @@ unsafe fn q5_0_block<const G: usize>(ps: [*const u8; G], y: &BlockQ8_0, sum: i32
                     _mm256_and_si256(_mm256_srli_epi16(x, 4), low4),
                     fifth(bits, hi_bit),
                 );
-                s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(lo, y0));
-                s16[g] = _mm256_add_epi16(s16[g], _mm256_maddubs_epi16(hi, y1));
+                for (s16, y) in s16.iter_mut().zip(&ys) {
+                    // SAFETY: activation bytes 4c and 16 + 4c.
+                    let (y0, y1) = unsafe { bcast_pair(y, c) };
+                    *s16 = _mm256_add_epi16(*s16, _mm256_maddubs_epi16(lo, y0));
+                    *s16 = _mm256_add_epi16(*s16, _mm256_maddubs_epi16(hi, y1));
+                }
             }
         }
-        for g in 0..G {
-            isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(s16[g], ones));
+        for (isum, s16) in isum.iter_mut().zip(&s16) {
+            for (i, &s) in isum.iter_mut().zip(s16) {
+                *i = _mm256_add_epi32(*i, _mm256_madd_epi16(s, ones));
+            }
         }
     }
     isum
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn gemv_q5_0(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
-    // SAFETY: the block functions read one Q5_0 × 8 block per group pointer.
-    unsafe {
-        for_groups(
-            cols,
-            w,
-            a,
-            sums,
-            out,
-            q5_0::GROUP_BLOCK,
-            |p, y, s| q5_0_block(p, y, s),
-            |p, y, s| q5_0_block(p, y, s),
-        )
-    }
-}
-
-/// Runs `block(group_block_ptr, y)` over every super-block of every group, adding the eight
-/// float terms it returns to the group's accumulators (`sum += term`, as the scalar kernel
-/// adds each super-block's), and stores the eight sums of each group.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn for_super_blocks(
-    cols: usize,
-    w: &[u8],
-    a: &[u8],
-    out: &mut [f32],
-    group_block: usize,
-    mut block: impl FnMut(*const u8, &BlockQ8K) -> __m256,
-) {
-    let nb = cols / QK_K;
-    if nb == 0 {
-        out.fill(0.0);
-        return;
-    }
-    let ys = &q8_k::blocks(a)[..nb];
-    for (g, o) in w
-        .chunks_exact(nb * group_block)
-        .zip(out.chunks_exact_mut(ROWS))
-    {
-        let mut acc = _mm256_setzero_ps();
-        for (b, y) in ys.iter().enumerate() {
-            // SAFETY: `g` holds nb group blocks of `group_block` bytes.
-            let p = unsafe { g.as_ptr().add(b * group_block) };
-            acc = _mm256_add_ps(acc, block(p, y));
-        }
-        // SAFETY: `o` is 8 floats.
-        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
-    }
-}
-
-/// A `vpshufb` control applying `pat` (byte indices within a 32-bit lane, -1 for zero) to
-/// every 32-bit lane.
-const fn per_lane(pat: [i8; 4]) -> [i8; 32] {
-    let mut t = [0i8; 32];
-    let mut i = 0;
-    while i < 32 {
-        let v = pat[i % 4];
-        t[i] = if v < 0 {
-            -1
-        } else {
-            v + (i % 16 / 4 * 4) as i8
-        };
-        i += 1;
-    }
-    t
-}
-
-/// Byte `j` of each lane, zero-extended to both of its i16 halves.
-const DUP_BYTE: [[i8; 32]; 4] = [
-    per_lane([0, -1, 0, -1]),
-    per_lane([1, -1, 1, -1]),
-    per_lane([2, -1, 2, -1]),
-    per_lane([3, -1, 3, -1]),
-];
-/// Bytes 0, 1 (and 2, 3) of each lane, zero-extended to its two i16 halves.
-const BYTE_PAIRS: [[i8; 32]; 2] = [per_lane([0, -1, 1, -1]), per_lane([2, -1, 3, -1])];
-/// I16 half 0 (and 1) of each lane copied to both halves.
-const DUP_I16: [[i8; 32]; 2] = [per_lane([0, 1, 0, 1]), per_lane([2, 3, 2, 3])];
-
-/// `vpshufb` of `v` by one of the tables above.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn shuffle(v: __m256i, table: &[i8; 32]) -> __m256i {
-    // SAFETY: the table is 32 bytes.
-    _mm256_shuffle_epi8(v, unsafe { ld256(table.as_ptr()) })
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn gemv_q4_k(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
-    let low4 = _mm256_set1_epi8(0x0F);
-    let low6 = _mm256_set1_epi8(0x3F);
-    let bits45 = _mm256_set1_epi8(0x30);
-    let ones = _mm256_set1_epi16(1);
-    for_super_blocks(cols, w, a, out, q4_k::GROUP_BLOCK, |p, y| {
-        // lane r of v_i is bytes 4i..4i+4 of row r's packed scales (`scale_min_k4`)
-        // SAFETY: the group block's three scale vectors.
-        let (v0, v1, v2) = unsafe {
-            (
-                ld256(p.add(q4_k::SCALES)),
-                ld256(p.add(q4_k::SCALES + 32)),
-                ld256(p.add(q4_k::SCALES + 64)),
-            )
-        };
-        // bytes j of each lane: scale j (sc_lo) and j + 4 (sc_hi), min j and j + 4
-        let sc_lo = _mm256_and_si256(v0, low6);
-        let sc_hi = _mm256_or_si256(
-            _mm256_and_si256(v2, low4),
-            _mm256_and_si256(_mm256_srli_epi32(v0, 2), bits45),
-        );
-        let mn_lo = _mm256_and_si256(v1, low6);
-        let mn_hi = _mm256_or_si256(
-            _mm256_and_si256(_mm256_srli_epi32(v2, 4), low4),
-            _mm256_and_si256(_mm256_srli_epi32(v1, 2), bits45),
-        );
-
-        // msum = Σ_j min_j · (bsum[2j] + bsum[2j+1]): i16 pairs of mins against broadcast
-        // i16 pairs of the 32-element sums (dwords 0, 1 | 4, 5 after the pack)
-        // SAFETY: bsums is 32 bytes.
-        let bsums = unsafe { ld256(y.bsums.as_ptr()) };
-        let bs = _mm256_madd_epi16(bsums, ones);
-        let bs = _mm256_packs_epi32(bs, bs);
-        let mins = |m: __m256i, pair: usize, dword: i32| {
-            let b = _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(dword));
-            _mm256_madd_epi16(shuffle(m, &BYTE_PAIRS[pair]), b)
-        };
-        let msum = _mm256_add_epi32(
-            _mm256_add_epi32(mins(mn_lo, 0, 0), mins(mn_lo, 1, 1)),
-            _mm256_add_epi32(mins(mn_hi, 0, 4), mins(mn_hi, 1, 5)),
-        );
-
-        // isum = Σ_j scale_j · Σ q·y over sub-blocks j (32 elements): chunks 8k..8k+8 hold
-        // sub-block 2k in their low nibbles and 2k + 1 in their high ones; unsigned
-        // nibbles × y summed in i16 (8 × 2·15·127 < 2^15), then scaled with `vpmaddwd`
-        let mut isum = _mm256_setzero_si256();
-        for k in 0..4 {
-            let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-            for c in 8 * k..8 * k + 8 {
-                let l = 64 * k + 4 * (c % 8);
-                // SAFETY: chunk c of the 32 quant chunks; activation bytes l..l+4 and
-                // l+32..l+36 of the 256.
-                let (x, y0, y1) = unsafe {
-                    (
-                        ld256(p.add(q4_k::QS + 32 * c)),
-                        bcast4(y.qs.as_ptr().add(l)),
-                        bcast4(y.qs.as_ptr().add(l + 32)),
-                    )
-                };
-                let lo = _mm256_and_si256(x, low4);
-                let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
-                s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, y0));
-                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, y1));
-            }
-            let sc = if k < 2 { sc_lo } else { sc_hi };
-            let p0 = _mm256_madd_epi16(s0, shuffle(sc, &DUP_BYTE[2 * k % 4]));
-            let p1 = _mm256_madd_epi16(s1, shuffle(sc, &DUP_BYTE[(2 * k + 1) % 4]));
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
-        }
-
-        // d * d8 * isum - dmin * d8 * msum, rounded as the scalar kernel rounds it
-        // SAFETY: the eight f16 d and dmin.
-        let (d, dmin) = unsafe {
-            (
-                _mm256_cvtph_ps(ld128(p.add(q4_k::D))),
-                _mm256_cvtph_ps(ld128(p.add(q4_k::DMIN))),
-            )
-        };
-        let d8 = _mm256_set1_ps(y.d());
-        _mm256_sub_ps(
-            _mm256_mul_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(isum)),
-            _mm256_mul_ps(_mm256_mul_ps(dmin, d8), _mm256_cvtepi32_ps(msum)),
-        )
-    })
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn gemv_q6_k(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
-    let low6 = _mm256_set1_epi8(0x3F);
-    let top2 = _mm256_set1_epi8(0xC0u8 as i8);
-    for_super_blocks(cols, w, a, out, q6_k::GROUP_BLOCK, |p, y| {
-        // The quants are stored +32: isum = Σ_g scale_g · Σ q·y - 32 · Σ_g scale_g · bsum_g.
-        let (mut isum, mut offset) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-        for n in 0..2 {
-            // i16 pairs (scale 2p, scale 2p + 1) per row for p = 4n + k: the scales of
-            // groups 8n + 2k and 8n + 2k + 1
-            let mut pairs = [_mm256_setzero_si256(); 4];
-            for (k, pair) in pairs.iter_mut().enumerate() {
-                // SAFETY: scale pair 4n + k, 16 of the 128 scale bytes.
-                let v = unsafe { ld128(p.add(q6_k::SCALES + 16 * (4 * n + k))) };
-                *pair = _mm256_cvtepi8_epi16(v);
-            }
-            for (k, &pair) in pairs.iter().enumerate() {
-                // SAFETY: bsums 2p, 2p + 1 are 4 of the 32 bytes.
-                let b = unsafe { bcast4(y.bsums.as_ptr().add(4 * (4 * n + k))) };
-                offset = _mm256_add_epi32(offset, _mm256_madd_epi16(pair, b));
-            }
-            // triple c holds elements 128n + 32k + 4c..+4 (k < 4): groups 8n + 2k + c/4;
-            // two triples at a time (unsigned 6-bit × y in i16: 2 × 2·63·127 < 2^15)
-            for c0 in (0..8).step_by(2) {
-                let mut s = [_mm256_setzero_si256(); 4];
-                for c in c0..c0 + 2 {
-                    let t = q6_k::QS + 96 * (8 * n + c);
-                    // SAFETY: the three chunk vectors of triple 8n + c.
-                    let (x0, x1, x2) =
-                        unsafe { (ld256(p.add(t)), ld256(p.add(t + 32)), ld256(p.add(t + 64))) };
-                    // the fourth quant's 2-bit fields moved from bits 6-7 of x0, x1, x2 to
-                    // bits 0-1, 2-3, 4-5 (only zero bits cross bytes in the 16-bit shifts)
-                    let f = _mm256_or_si256(
-                        _mm256_srli_epi16(_mm256_and_si256(x0, top2), 2),
-                        _mm256_and_si256(x1, top2),
-                    );
-                    let f = _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x2, top2));
-                    let q = [
-                        _mm256_and_si256(x0, low6),
-                        _mm256_and_si256(x1, low6),
-                        _mm256_and_si256(x2, low6),
-                        _mm256_srli_epi16(f, 2),
-                    ];
-                    for (k, (s, q)) in s.iter_mut().zip(q).enumerate() {
-                        // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
-                        let yk = unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
-                        *s = _mm256_add_epi16(*s, _mm256_maddubs_epi16(q, yk));
-                    }
-                }
-                let dup = &DUP_I16[c0 / 4];
-                for (s, &pair) in s.into_iter().zip(&pairs) {
-                    let scaled = _mm256_madd_epi16(s, shuffle(pair, dup));
-                    isum = _mm256_add_epi32(isum, scaled);
-                }
-            }
-        }
-        let isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
-
-        // d * d8 * isum, rounded as the scalar kernel rounds it. Its `- dmin * d8 * msum`
-        // term is ±0 for Q6_K (dmin = 0, msum = 0), which changes no sum: it only turns a
-        // -0 term into +0, and the running sum, starting at +0, is never -0.
-        // SAFETY: the eight f16 d.
-        let d = unsafe { _mm256_cvtph_ps(ld128(p.add(q6_k::D))) };
-        let d8 = _mm256_set1_ps(y.d());
-        _mm256_mul_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(isum))
-    })
 }

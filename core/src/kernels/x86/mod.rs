@@ -8,6 +8,7 @@ mod avx2;
 mod avx2_f16;
 mod avx2_math;
 mod avx2_x8;
+mod avx2_x8_k;
 mod avx512;
 
 use super::{CpuFeatures, Kernels};
@@ -47,9 +48,30 @@ macro_rules! safe_gemvs {
     };
 }
 
+/// Wraps the interleaved batch kernels (`GemmX8Fn`'s signature).
+macro_rules! safe_gemms {
+    ($module:ident: $($name:ident),* $(,)?) => {
+        $(
+            pub(super) fn $name(
+                n: usize,
+                w: &[u8],
+                a: &[&[u8]],
+                s: &[&[i32]],
+                out: &mut [[f32; crate::quant::interleaved::ROWS]],
+            ) {
+                // SAFETY: installed only by the `fill_*` of their ISA (see `safe_dots`).
+                unsafe { $module::$name(n, w, a, s, out) }
+            }
+        )*
+    };
+}
+
 mod avx2_x8_safe {
-    use super::avx2_x8;
-    safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k);
+    use super::{avx2_x8, avx2_x8_k};
+    safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0);
+    safe_gemvs!(avx2_x8_k: gemv_q4_k, gemv_q6_k);
+    safe_gemms!(avx2_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
+    safe_gemms!(avx2_x8_k: gemm_q4_k, gemm_q6_k);
 }
 
 mod avx512_safe {
@@ -88,6 +110,10 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
         mad_f16: avx2_f16_safe::mad_f16,
         scale_f16: avx2_f16_safe::scale_f16,
         mad_f32_f16: avx2_f16_safe::mad_f32_f16,
+        exp_sub: |x, m| {
+            // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
+            unsafe { avx2_math::exp_sub(x, m) }
+        },
     });
     k.set_swiglu(|g, u| {
         // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
@@ -112,6 +138,11 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_gemv_x8(GgmlType::Q8_0, avx2_x8_safe::gemv_q8_0);
     k.set_gemv_x8(GgmlType::Q4_K, avx2_x8_safe::gemv_q4_k);
     k.set_gemv_x8(GgmlType::Q6_K, avx2_x8_safe::gemv_q6_k);
+    k.set_gemm_x8(GgmlType::Q4_0, avx2_x8_safe::gemm_q4_0);
+    k.set_gemm_x8(GgmlType::Q5_0, avx2_x8_safe::gemm_q5_0);
+    k.set_gemm_x8(GgmlType::Q8_0, avx2_x8_safe::gemm_q8_0);
+    k.set_gemm_x8(GgmlType::Q4_K, avx2_x8_safe::gemm_q4_k);
+    k.set_gemm_x8(GgmlType::Q6_K, avx2_x8_safe::gemm_q6_k);
 }
 
 /// # Safety

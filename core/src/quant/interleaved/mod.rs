@@ -46,6 +46,16 @@ pub const ROWS: usize = 8;
 /// integer sums ([`block_sums`]; unused by formats that do not need them).
 pub type GemvX8Fn = fn(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]);
 
+/// Tokens one [`GemmX8Fn`] call takes at most.
+pub const GEMM_TOKENS: usize = 4;
+
+/// `out[t][r] = row r of the group w · a[t]` for ONE group `w` (`cols` columns) and
+/// `a.len() <= GEMM_TOKENS` tokens, with `sums[t]` the block sums of `a[t]` as for
+/// [`GemvX8Fn`] (`sums.len() == out.len() == a.len()`). Unpacks each weight block once for
+/// all the tokens; per token the result is the [`GemvX8Fn`]'s, bit for bit.
+pub type GemmX8Fn =
+    fn(cols: usize, w: &[u8], a: &[&[u8]], sums: &[&[i32]], out: &mut [[f32; ROWS]]);
+
 /// How a matrix's bytes are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {

@@ -1,0 +1,323 @@
+//! AVX2 kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8); see `avx2_x8.rs`
+//! for the scheme. Per super-block and token each function returns the eight rows' float
+//! terms, `d * d8 * isum - dmin * d8 * msum`, rounded as the scalar kernel rounds them.
+
+use core::arch::x86_64::*;
+use core::array::from_fn;
+
+use super::avx2::{ld128, ld256};
+use super::avx2_x8::{bcast4, by_token_count, check_batch, scales8};
+use crate::quant::interleaved::{q4_k, q6_k, ROWS};
+use crate::quant::kquants::q8_k::{self, BlockQ8K};
+use crate::quant::kquants::QK_K;
+
+/// One group against `T` tokens: the sum over every super-block of the float terms `block`
+/// returns (`sum += term`, as the scalar kernel adds each super-block's).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn super_blocks<const T: usize>(
+    cols: usize,
+    w: &[u8],
+    a: [&[u8]; T],
+    group_block: usize,
+    block: impl Fn(*const u8, [&BlockQ8K; T]) -> [__m256; T],
+) -> [__m256; T] {
+    let nb = cols / QK_K;
+    assert!(
+        w.len() >= nb * group_block,
+        "a whole group of {cols} columns"
+    );
+    let ys: [&[BlockQ8K]; T] = a.map(|a| &q8_k::blocks(a)[..nb]);
+    let mut acc = [_mm256_setzero_ps(); T];
+    #[allow(clippy::needless_range_loop)] // super-block b of every token
+    for b in 0..nb {
+        // SAFETY: super-block b of the group (checked above).
+        let p = unsafe { w.as_ptr().add(b * group_block) };
+        let terms = block(p, from_fn(|t| &ys[t][b]));
+        for (acc, term) in acc.iter_mut().zip(terms) {
+            *acc = _mm256_add_ps(*acc, term);
+        }
+    }
+    acc
+}
+
+/// Defines `gemv_$f` and `gemm_$f` over a k-quant block function.
+macro_rules! kquant_kernels {
+    ($gemv:ident, $gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
+            let group_bytes = (cols / QK_K) * $group_block;
+            if group_bytes == 0 {
+                out.fill(0.0);
+                return;
+            }
+            for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
+                // SAFETY: the block function reads one group block (`super_blocks` checks
+                // the group holds them all).
+                let [acc] = super_blocks(cols, g, [a], $group_block, |p, y| unsafe {
+                    $block::<1>(p, y)
+                });
+                // SAFETY: `o` is 8 floats.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+            }
+        }
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn $gemm(
+            cols: usize,
+            w: &[u8],
+            a: &[&[u8]],
+            sums: &[&[i32]],
+            out: &mut [[f32; ROWS]],
+        ) {
+            check_batch(a, sums, out);
+            by_token_count!(a.len(), $gemm_t(cols, w, a, out));
+        }
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn $gemm_t<const T: usize>(cols: usize, w: &[u8], a: &[&[u8]], out: &mut [[f32; ROWS]]) {
+            // SAFETY: as in the matrix × vector kernel.
+            let acc = super_blocks(cols, w, from_fn(|t| a[t]), $group_block, |p, y| unsafe {
+                $block::<T>(p, y)
+            });
+            for (o, acc) in out.iter_mut().zip(acc) {
+                // SAFETY: `o` is 8 floats.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+            }
+        }
+    };
+}
+
+kquant_kernels!(
+    gemv_q4_k,
+    gemm_q4_k,
+    gemm_q4_k_t,
+    q4_k_block,
+    q4_k::GROUP_BLOCK
+);
+kquant_kernels!(
+    gemv_q6_k,
+    gemm_q6_k,
+    gemm_q6_k_t,
+    q6_k_block,
+    q6_k::GROUP_BLOCK
+);
+
+/// A `vpshufb` control applying `pat` (byte indices within a 32-bit lane, -1 for zero) to
+/// every 32-bit lane.
+const fn per_lane(pat: [i8; 4]) -> [i8; 32] {
+    let mut t = [0i8; 32];
+    let mut i = 0;
+    while i < 32 {
+        let v = pat[i % 4];
+        t[i] = if v < 0 {
+            -1
+        } else {
+            v + (i % 16 / 4 * 4) as i8
+        };
+        i += 1;
+    }
+    t
+}
+
+/// Byte `j` of each lane, zero-extended to both of its i16 halves.
+const DUP_BYTE: [[i8; 32]; 4] = [
+    per_lane([0, -1, 0, -1]),
+    per_lane([1, -1, 1, -1]),
+    per_lane([2, -1, 2, -1]),
+    per_lane([3, -1, 3, -1]),
+];
+/// Bytes 0, 1 (and 2, 3) of each lane, zero-extended to its two i16 halves.
+const BYTE_PAIRS: [[i8; 32]; 2] = [per_lane([0, -1, 1, -1]), per_lane([2, -1, 3, -1])];
+/// I16 half 0 (and 1) of each lane copied to both halves.
+const DUP_I16: [[i8; 32]; 2] = [per_lane([0, 1, 0, 1]), per_lane([2, 3, 2, 3])];
+
+/// `vpshufb` of `v` by one of the tables above.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn shuffle(v: __m256i, table: &[i8; 32]) -> __m256i {
+    // SAFETY: the table is 32 bytes.
+    _mm256_shuffle_epi8(v, unsafe { ld256(table.as_ptr()) })
+}
+
+/// # Safety
+/// `p` must point at a Q4_K × 8 group block (1152 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m256; T] {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let low6 = _mm256_set1_epi8(0x3F);
+    let bits45 = _mm256_set1_epi8(0x30);
+    let ones = _mm256_set1_epi16(1);
+    // lane r of v_i is bytes 4i..4i+4 of row r's packed scales (`scale_min_k4`)
+    // SAFETY: the group block's three scale vectors.
+    let (v0, v1, v2) = unsafe {
+        (
+            ld256(p.add(q4_k::SCALES)),
+            ld256(p.add(q4_k::SCALES + 32)),
+            ld256(p.add(q4_k::SCALES + 64)),
+        )
+    };
+    // bytes j of each lane: scale j (sc_lo) and j + 4 (sc_hi), min j and j + 4
+    let sc_lo = _mm256_and_si256(v0, low6);
+    let sc_hi = _mm256_or_si256(
+        _mm256_and_si256(v2, low4),
+        _mm256_and_si256(_mm256_srli_epi32(v0, 2), bits45),
+    );
+    let mn_lo = _mm256_and_si256(v1, low6);
+    let mn_hi = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi32(v2, 4), low4),
+        _mm256_and_si256(_mm256_srli_epi32(v1, 2), bits45),
+    );
+
+    // msum = Σ_j min_j · (bsum[2j] + bsum[2j+1]): i16 pairs of mins against broadcast i16
+    // pairs of the 32-element sums (dwords 0, 1 | 4, 5 after the pack)
+    let mins = [
+        shuffle(mn_lo, &BYTE_PAIRS[0]),
+        shuffle(mn_lo, &BYTE_PAIRS[1]),
+        shuffle(mn_hi, &BYTE_PAIRS[0]),
+        shuffle(mn_hi, &BYTE_PAIRS[1]),
+    ];
+    let msum: [__m256i; T] = from_fn(|t| {
+        // SAFETY: bsums is 32 bytes.
+        let bsums = unsafe { ld256(ys[t].bsums.as_ptr()) };
+        let bs = _mm256_madd_epi16(bsums, ones);
+        let bs = _mm256_packs_epi32(bs, bs);
+        let term = |m: __m256i, dword: i32| {
+            _mm256_madd_epi16(m, _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(dword)))
+        };
+        _mm256_add_epi32(
+            _mm256_add_epi32(term(mins[0], 0), term(mins[1], 1)),
+            _mm256_add_epi32(term(mins[2], 4), term(mins[3], 5)),
+        )
+    });
+
+    // isum = Σ_j scale_j · Σ q·y over sub-blocks j (32 elements): chunks 8k..8k+8 hold
+    // sub-block 2k in their low nibbles and 2k + 1 in their high ones; unsigned nibbles × y
+    // summed in i16 (8 × 2·15·128 < 2^15), then scaled with `vpmaddwd`
+    let mut isum = [_mm256_setzero_si256(); T];
+    for k in 0..4 {
+        let (mut s0, mut s1) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
+        for c in 8 * k..8 * k + 8 {
+            let l = 64 * k + 4 * (c % 8);
+            // SAFETY: chunk c of the 32 quant chunks.
+            let x = unsafe { ld256(p.add(q4_k::QS + 32 * c)) };
+            let lo = _mm256_and_si256(x, low4);
+            let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+            for t in 0..T {
+                // SAFETY: activation bytes l..l+4 and l+32..l+36 of the 256.
+                let (y0, y1) = unsafe {
+                    (
+                        bcast4(ys[t].qs.as_ptr().add(l)),
+                        bcast4(ys[t].qs.as_ptr().add(l + 32)),
+                    )
+                };
+                s0[t] = _mm256_add_epi16(s0[t], _mm256_maddubs_epi16(lo, y0));
+                s1[t] = _mm256_add_epi16(s1[t], _mm256_maddubs_epi16(hi, y1));
+            }
+        }
+        let sc = if k < 2 { sc_lo } else { sc_hi };
+        let sc0 = shuffle(sc, &DUP_BYTE[2 * k % 4]);
+        let sc1 = shuffle(sc, &DUP_BYTE[(2 * k + 1) % 4]);
+        for t in 0..T {
+            let p0 = _mm256_madd_epi16(s0[t], sc0);
+            let p1 = _mm256_madd_epi16(s1[t], sc1);
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
+        }
+    }
+
+    // d * d8 * isum - dmin * d8 * msum, rounded as the scalar kernel rounds it
+    // SAFETY: the eight f16 d and dmin.
+    let (d, dmin) = unsafe { (scales8(p.add(q4_k::D)), scales8(p.add(q4_k::DMIN))) };
+    from_fn(|t| {
+        let d8 = _mm256_set1_ps(ys[t].d());
+        _mm256_sub_ps(
+            _mm256_mul_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(isum[t])),
+            _mm256_mul_ps(_mm256_mul_ps(dmin, d8), _mm256_cvtepi32_ps(msum[t])),
+        )
+    })
+}
+
+/// # Safety
+/// `p` must point at a Q6_K × 8 group block (1680 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q6_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m256; T] {
+    let low6 = _mm256_set1_epi8(0x3F);
+    let top2 = _mm256_set1_epi8(0xC0u8 as i8);
+    // The quants are stored +32: isum = Σ_g scale_g · Σ q·y - 32 · Σ_g scale_g · bsum_g.
+    let (mut isum, mut offset) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
+    for n in 0..2 {
+        // i16 pairs (scale 2p, scale 2p + 1) per row for p = 4n + k: the scales of groups
+        // 8n + 2k and 8n + 2k + 1
+        let mut pairs = [_mm256_setzero_si256(); 4];
+        for (k, pair) in pairs.iter_mut().enumerate() {
+            // SAFETY: scale pair 4n + k, 16 of the 128 scale bytes.
+            let v = unsafe { ld128(p.add(q6_k::SCALES + 16 * (4 * n + k))) };
+            *pair = _mm256_cvtepi8_epi16(v);
+        }
+        for (offset, y) in offset.iter_mut().zip(&ys) {
+            for (k, &pair) in pairs.iter().enumerate() {
+                // SAFETY: bsums 2p, 2p + 1 are 4 of the 32 bytes.
+                let b = unsafe { bcast4(y.bsums.as_ptr().add(4 * (4 * n + k))) };
+                *offset = _mm256_add_epi32(*offset, _mm256_madd_epi16(pair, b));
+            }
+        }
+        // triple c holds elements 128n + 32k + 4c..+4 (k < 4): groups 8n + 2k + c/4; two
+        // triples at a time (unsigned 6-bit × y in i16: 2 × 2·63·128 < 2^15)
+        for c0 in (0..8).step_by(2) {
+            let mut s = [[_mm256_setzero_si256(); T]; 4];
+            for c in c0..c0 + 2 {
+                let at = q6_k::QS + 96 * (8 * n + c);
+                // SAFETY: the three chunk vectors of triple 8n + c.
+                let (x0, x1, x2) = unsafe {
+                    (
+                        ld256(p.add(at)),
+                        ld256(p.add(at + 32)),
+                        ld256(p.add(at + 64)),
+                    )
+                };
+                // the fourth quant's 2-bit fields moved from bits 6-7 of x0, x1, x2 to bits
+                // 0-1, 2-3, 4-5 (only zero bits cross bytes in the 16-bit shifts)
+                let f = _mm256_or_si256(
+                    _mm256_srli_epi16(_mm256_and_si256(x0, top2), 2),
+                    _mm256_and_si256(x1, top2),
+                );
+                let f = _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x2, top2));
+                let q = [
+                    _mm256_and_si256(x0, low6),
+                    _mm256_and_si256(x1, low6),
+                    _mm256_and_si256(x2, low6),
+                    _mm256_srli_epi16(f, 2),
+                ];
+                for (k, (s, q)) in s.iter_mut().zip(q).enumerate() {
+                    for (s, y) in s.iter_mut().zip(&ys) {
+                        // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
+                        let yk = unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
+                        *s = _mm256_add_epi16(*s, _mm256_maddubs_epi16(q, yk));
+                    }
+                }
+            }
+            let dup = &DUP_I16[c0 / 4];
+            for (s, &pair) in s.iter().zip(&pairs) {
+                let scale = shuffle(pair, dup);
+                for (isum, &s) in isum.iter_mut().zip(s) {
+                    *isum = _mm256_add_epi32(*isum, _mm256_madd_epi16(s, scale));
+                }
+            }
+        }
+    }
+
+    // d * d8 * isum, rounded as the scalar kernel rounds it. Its `- dmin * d8 * msum` term is
+    // ±0 for Q6_K (dmin = 0, msum = 0), which changes no sum: it only turns a -0 term into
+    // +0, and the running sum, starting at +0, is never -0.
+    // SAFETY: the eight f16 d.
+    let d = unsafe { scales8(p.add(q6_k::D)) };
+    from_fn(|t| {
+        let isum = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(offset[t], 5));
+        _mm256_mul_ps(
+            _mm256_mul_ps(d, _mm256_set1_ps(ys[t].d())),
+            _mm256_cvtepi32_ps(isum),
+        )
+    })
+}
