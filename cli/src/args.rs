@@ -25,6 +25,9 @@ pub enum Command {
     Info(InfoArgs),
     /// Measure prompt processing (pp) and generation (tg) speed, like llama-bench.
     Bench(BenchArgs),
+    /// Perplexity of a text file, by llama-perplexity's method (chunks of -c tokens, the
+    /// second half of each scored).
+    Perplexity(PerplexityArgs),
     /// Print the instruction sets this CPU and build can run, best (the default) first.
     Isas,
 }
@@ -101,6 +104,24 @@ pub struct TokenizeArgs {
     /// Treat special-token text in the prompt as plain text.
     #[arg(long = "no-parse-special")]
     pub no_parse_special: bool,
+}
+
+#[derive(Args)]
+pub struct PerplexityArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Text file to score.
+    #[arg(short = 'f', long = "file")]
+    pub file: PathBuf,
+    /// Tokens per chunk.
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 512)]
+    pub ctx_size: usize,
+    /// Tokens per evaluation batch (must divide -c).
+    #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
+    pub batch_size: usize,
+    /// Score only the first N chunks (default: all).
+    #[arg(long = "chunks", default_value_t = 0)]
+    pub chunks: usize,
 }
 
 #[derive(Args)]

@@ -318,3 +318,49 @@ fn isas_lists_the_default_first_and_scalar_last() {
         );
     }
 }
+
+#[test]
+fn perplexity_prints_running_and_final_estimates() {
+    let m = model("ppl");
+    let dir = std::env::temp_dir().join(format!("superinfer-cli-ppl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = dir.join("text.txt");
+    // synthetic vocabulary: one token per byte-ish piece; plenty of tokens for 3 chunks of 16
+    write(
+        &text,
+        "the quick brown fox jumps over the lazy dog. "
+            .repeat(8)
+            .as_bytes(),
+    );
+    let m = m.to_str().unwrap();
+    let t = text.to_str().unwrap();
+    let out = superinfer(&["perplexity", "-m", m, "-f", t, "-c", "16", "-b", "8"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("[1]"), "{stdout}");
+    let last = stdout.lines().last().unwrap();
+    let ppl: f64 = last
+        .strip_prefix("Final estimate: PPL = ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // a tiny random model: perplexity at least 1, and finite
+    assert!(ppl.is_finite() && ppl >= 1.0, "{stdout}");
+
+    assert_clean_error(
+        &superinfer(&["perplexity", "-m", m, "-f", t, "-c", "4096"]),
+        "needs at least",
+    );
+    assert_clean_error(
+        &superinfer(&["perplexity", "-m", m, "-f", t, "-c", "16", "-b", "5"]),
+        "must divide",
+    );
+    assert_clean_error(
+        &superinfer(&["perplexity", "-m", m, "-f", "/nonexistent/text"]),
+        "/nonexistent/text",
+    );
+}

@@ -4,6 +4,7 @@
 pub mod cpu;
 mod engine;
 mod load;
+pub mod perplexity;
 pub mod pool;
 mod session;
 
@@ -12,6 +13,7 @@ use std::path::Path;
 
 pub use engine::{Engine, EngineOptions};
 pub use load::MappedFile;
+pub use perplexity::{perplexity, Perplexity, PerplexityOptions};
 pub use session::{GenerateStats, Session, SessionOptions, StopReason, TokenEvent};
 pub use superinfer_core as core;
 

@@ -134,25 +134,40 @@ impl<'e> Session<'e> {
     /// Evaluates `tokens` after the current history, in micro-batches of [`UBATCH`] tokens as
     /// llama.cpp does; afterwards `logits()` belongs to the last.
     pub fn feed(&mut self, tokens: &[u32]) -> Result<(), Error> {
-        self.feed_inner(tokens, false, |_, _| {})
+        self.feed_inner(tokens, None, UBATCH, |_, _| {})
     }
 
     /// Teacher forcing: evaluates `tokens` and calls `f(i, logits)` after each one.
     pub fn feed_each(&mut self, tokens: &[u32], f: impl FnMut(usize, &[f32])) -> Result<(), Error> {
-        self.feed_inner(tokens, true, f)
+        self.feed_inner(tokens, Some(0), UBATCH, f)
     }
 
+    /// Evaluates `tokens` in batches of at most `n_batch` and calls `f(i, logits)` for the
+    /// tokens from index `first` on (perplexity's scored half), computing no other logits.
+    pub fn feed_scored(
+        &mut self,
+        tokens: &[u32],
+        first: usize,
+        n_batch: usize,
+        f: impl FnMut(usize, &[f32]),
+    ) -> Result<(), Error> {
+        self.feed_inner(tokens, Some(first), n_batch.clamp(1, UBATCH), f)
+    }
+
+    /// `from`: call `f` for the tokens from this index on (`None`: only the last token's
+    /// logits, kept in the state).
     fn feed_inner(
         &mut self,
         tokens: &[u32],
-        all_logits: bool,
+        from: Option<usize>,
+        n_batch: usize,
         mut f: impl FnMut(usize, &[f32]),
     ) -> Result<(), Error> {
         self.check_room(tokens.len())?;
         if let [t] = tokens {
             // decoding: the single-token pass (fused q/k/v and gate/up dispatches)
             self.step(*t, 1, true)?;
-            if all_logits {
+            if from == Some(0) {
                 f(0, &self.state.logits);
             }
             return Ok(());
@@ -163,13 +178,11 @@ impl<'e> Session<'e> {
             .batch
             .get_or_insert_with(|| Batch::new(e.config(), cap));
         let mut done = 0;
-        for chunk in tokens.chunks(batch.capacity()) {
-            let which = if all_logits {
-                Logits::All
-            } else if done + chunk.len() == tokens.len() {
-                Logits::Last
-            } else {
-                Logits::None
+        for chunk in tokens.chunks(n_batch.min(batch.capacity())) {
+            let which = match from {
+                Some(first) => Logits::From(first.saturating_sub(done)),
+                None if done + chunk.len() == tokens.len() => Logits::Last,
+                None => Logits::None,
             };
             let pos0 = self.tokens.len();
             forward_batch(
@@ -182,11 +195,7 @@ impl<'e> Session<'e> {
                 pos0,
                 AttnKernel::for_batch(chunk.len()),
                 which,
-                |i, logits| {
-                    if all_logits {
-                        f(done + i, logits)
-                    }
-                },
+                |i, logits| f(done + i, logits),
             )
             .map_err(Error::Core)?;
             self.tokens.extend_from_slice(chunk);

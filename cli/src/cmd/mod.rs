@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod info;
+pub mod perplexity;
 pub mod run;
 pub mod tokenize;
 

@@ -36,7 +36,13 @@ pub struct Batch {
     hb: Vec<f32>,
     hb2: Vec<f32>,
     act: BatchAct,
+    /// Logits of up to [`LOGIT_ROWS`] tokens, allocated when a batch first wants several.
+    logits: Vec<f32>,
 }
+
+/// Tokens whose logits one output projection computes together: the output matrix (the
+/// largest, vocabulary × embedding) is read once per this many tokens.
+const LOGIT_ROWS: usize = 16;
 
 impl Batch {
     pub fn new(c: &Config, cap: usize) -> Batch {
@@ -53,6 +59,7 @@ impl Batch {
             hb: vec![0.0; cap * c.n_ff],
             hb2: vec![0.0; cap * c.n_ff],
             act: BatchAct::default(),
+            logits: Vec::new(),
         }
     }
 
@@ -69,8 +76,19 @@ pub enum Logits {
     None,
     /// Only the last token (prompt processing).
     Last,
-    /// Every token (teacher forcing, perplexity).
-    All,
+    /// The tokens from this index of the batch on: 0 for teacher forcing, the second half
+    /// of a chunk for perplexity.
+    From(usize),
+}
+
+impl Logits {
+    fn wants(self, t: usize, n: usize) -> bool {
+        match self {
+            Logits::None => false,
+            Logits::Last => t + 1 == n,
+            Logits::From(first) => t >= first,
+        }
+    }
 }
 
 /// Runs `tokens` at positions `pos0..pos0 + tokens.len()` (the cache must hold positions
@@ -126,15 +144,9 @@ pub fn forward_batch(
         ffn_block(w, b, k, par, l, n)?;
     }
 
-    for t in 0..n {
-        let wanted = match which {
-            Logits::None => false,
-            Logits::Last => t + 1 == n,
-            Logits::All => true,
-        };
-        if !wanted {
-            continue;
-        }
+    let wanted: Vec<usize> = (0..n).filter(|&t| which.wants(t, n)).collect();
+    if let [t] = wanted[..] {
+        // one row (a prompt's last token): into the state's logits, as a decode step
         rmsnorm(
             &mut st.xb,
             &b.x[t * d..(t + 1) * d],
@@ -142,14 +154,46 @@ pub fn forward_batch(
             c.rms_eps,
         );
         matvec_f32(k, par, &w.output, &st.xb, &mut st.act, &mut st.logits)?;
-        if let Some(cap) = c.final_softcap {
-            st.logits
-                .iter_mut()
-                .for_each(|l| *l = cap * libm::tanhf(*l / cap));
-        }
+        softcap(c.final_softcap, &mut st.logits);
         on_logits(t, &st.logits);
+        return Ok(());
+    }
+    let vocab = c.n_vocab;
+    if b.logits.len() < LOGIT_ROWS * vocab && !wanted.is_empty() {
+        b.logits.resize(LOGIT_ROWS * vocab, 0.0);
+    }
+    for rows in wanted.chunks(LOGIT_ROWS) {
+        for (i, &t) in rows.iter().enumerate() {
+            rmsnorm(
+                &mut b.xb[i * d..(i + 1) * d],
+                &b.x[t * d..(t + 1) * d],
+                &w.output_norm,
+                c.rms_eps,
+            );
+        }
+        let m = rows.len();
+        project(k, par, &mut b.act, &w.output, &b.xb, m, &mut b.logits)?;
+        for (&t, logits) in rows.iter().zip(b.logits.chunks_exact_mut(vocab)) {
+            softcap(c.final_softcap, logits);
+            on_logits(t, logits);
+        }
+    }
+    if !wanted.is_empty() {
+        // the state's logits are the last computed, as after a decode step
+        let i = (wanted.len() - 1) % LOGIT_ROWS;
+        st.logits
+            .copy_from_slice(&b.logits[i * vocab..(i + 1) * vocab]);
     }
     Ok(())
+}
+
+/// Gemma 2's final logit soft-capping, `cap · tanh(l / cap)`.
+fn softcap(cap: Option<f32>, logits: &mut [f32]) {
+    if let Some(cap) = cap {
+        logits
+            .iter_mut()
+            .for_each(|l| *l = cap * libm::tanhf(*l / cap));
+    }
 }
 
 /// `out = W · x` for the first `n` rows of `x`.

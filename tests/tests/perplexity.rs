@@ -1,0 +1,132 @@
+//! Perplexity against llama-perplexity's values in shared/fixtures (`-c 512` over the GPL-3
+//! text), and the method itself on a synthetic model.
+
+use superinfer_runtime::perplexity::nll;
+use superinfer_runtime::{perplexity, Engine, EngineOptions, PerplexityOptions, SessionOptions};
+use superinfer_tests::*;
+
+fn engine(path: &std::path::Path) -> Engine {
+    Engine::load(
+        path,
+        &EngineOptions {
+            threads: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn matches_llama_cpp(model: (&str, &str, &str)) {
+    let reference = fixture(model, "perplexity.json");
+    let e = engine(&require_model(model));
+    let text = std::fs::read_to_string(fixtures_dir().join("texts/gpl-3.txt")).unwrap();
+    let tokens = e.tokenizer().encode(&text, true, false).unwrap();
+    let opts = PerplexityOptions {
+        n_ctx: reference["ctx"].as_u64().unwrap() as usize,
+        ..Default::default()
+    };
+    let mut running = Vec::new();
+    let p = perplexity(&e, &tokens, &opts, |p| running.push(p.ppl())).unwrap();
+    let want_chunks = reference["n_chunks"].as_u64().unwrap() as usize;
+    assert_eq!(p.chunks, want_chunks, "{}: chunks", model.0);
+    assert_eq!(p.count, want_chunks * (opts.n_ctx / 2 - 1));
+    let (want, want_se) = (
+        reference["ppl"].as_f64().unwrap(),
+        reference["ppl_stderr"].as_f64().unwrap(),
+    );
+    let rel = (p.ppl() - want).abs() / want;
+    eprintln!(
+        "{}: PPL {:.4} +/- {:.5} (llama.cpp {want} +/- {want_se}), {:.3}% apart; running {running:.4?}",
+        model.0,
+        p.ppl(),
+        p.stderr().unwrap(),
+        100.0 * rel
+    );
+    assert!(
+        rel < 0.005,
+        "{}: PPL {} vs llama.cpp {want}",
+        model.0,
+        p.ppl()
+    );
+    let se = p.stderr().unwrap();
+    assert!(
+        (se - want_se).abs() / want_se < 0.05,
+        "{}: stderr {se} vs {want_se}",
+        model.0
+    );
+}
+
+#[test]
+fn qwen05b_perplexity_matches_llama_cpp() {
+    matches_llama_cpp(QWEN_05B);
+}
+
+#[test]
+fn gemma3_perplexity_matches_llama_cpp() {
+    matches_llama_cpp(GEMMA3_270M);
+}
+
+/// The chunked, half-scored computation equals scoring each chunk by hand from teacher-forced
+/// logits (BOS in front when the model adds one), with batches smaller than a chunk.
+#[test]
+fn perplexity_is_the_mean_nll_of_second_halves() {
+    for (spec, tag) in [
+        (synth::Spec::llama(), "ppl-llama"),
+        (synth::Spec::gemma3(), "ppl-gemma"),
+    ] {
+        let e = engine(&synth::write_temp(&spec, tag));
+        let tokens: Vec<u32> = (0..70u32).map(|i| (i * 37 + 5) % 262).collect();
+        let opts = PerplexityOptions {
+            n_ctx: 16,
+            n_batch: 4,
+            max_chunks: 0,
+        };
+        let p = perplexity(&e, &tokens, &opts, |_| {}).unwrap();
+        assert_eq!(p.chunks, 4);
+
+        let bos = e.tokenizer().bos().filter(|_| e.tokenizer().add_bos());
+        let (mut sum, mut n) = (0.0f64, 0);
+        let mut s = e.session(&SessionOptions { n_ctx: 16 }).unwrap();
+        for chunk in tokens.chunks_exact(16).take(4) {
+            let mut input = chunk.to_vec();
+            if let Some(b) = bos {
+                input[0] = b;
+            }
+            s.reset();
+            s.feed_each(&input, |j, logits| {
+                if (8..15).contains(&j) {
+                    sum += nll(logits, chunk[j + 1]);
+                    n += 1;
+                }
+            })
+            .unwrap();
+        }
+        assert_eq!(p.count, n);
+        let want = (sum / n as f64).exp();
+        assert!(
+            (p.ppl() - want).abs() <= 1e-9 * want,
+            "{tag}: {} vs {want}",
+            p.ppl()
+        );
+    }
+}
+
+#[test]
+fn perplexity_rejects_bad_options() {
+    let e = engine(&synth::write_temp(&synth::Spec::llama(), "ppl-bad"));
+    let tokens: Vec<u32> = (0..40).collect();
+    let run = |n_ctx, n_batch| {
+        let opts = PerplexityOptions {
+            n_ctx,
+            n_batch,
+            max_chunks: 0,
+        };
+        perplexity(&e, &tokens, &opts, |_| {})
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(run(32, 32).contains("needs at least 64"), "{}", run(32, 32));
+    assert!(run(16, 6).contains("must divide"), "{}", run(16, 6));
+    assert!(run(1, 1).contains("too small"), "{}", run(1, 1));
+}
