@@ -319,17 +319,20 @@ fn ffn_block(
     norm_rows(&mut b.xb, &b.x, &l.ffn_norm, c.rms_eps, d, n);
     project(k, par, &mut b.act, &l.gate, &b.xb, n, &mut b.hb)?;
     project(k, par, &mut b.act, &l.up, &b.xb, n, &mut b.hb2)?;
-    // row by row, as the single-token pass calls them (same vector / tail split)
-    for (hb, hb2) in
-        b.hb.chunks_exact_mut(n_ff)
-            .zip(b.hb2.chunks_exact(n_ff))
-            .take(n)
-    {
-        match c.activation {
-            Activation::Silu => (k.swiglu())(hb, hb2),
-            Activation::Gelu => activation::geglu(hb, hb2),
+    // row by row, as the single-token pass calls them (same vector / tail split), the rows
+    // spread over the threads
+    let (gates, ups) = (DisjointSlice::new(&mut b.hb), &b.hb2);
+    for_each_range(par, n, 4, &|start, end| {
+        for t in start..end {
+            // SAFETY: row t belongs to this range only.
+            let hb = unsafe { gates.piece(t * n_ff, n_ff) };
+            let hb2 = &ups[t * n_ff..(t + 1) * n_ff];
+            match c.activation {
+                Activation::Silu => (k.swiglu())(hb, hb2),
+                Activation::Gelu => activation::geglu(hb, hb2),
+            }
         }
-    }
+    });
     project(k, par, &mut b.act, &l.down, &b.hb, n, &mut b.xb2)?;
     residual(
         &mut b.x,
