@@ -164,6 +164,38 @@ pub fn gemv_ref(ty: GgmlType, cols: usize, w: &[u8], a: &[u8], out: &mut [f32]) 
     Ok(())
 }
 
+/// Repacks blocks of `block` bytes made of an f16 scale and `chunks` 4-byte quant chunks
+/// (Q4_0, Q8_0): per block the eight scales, then each chunk of the eight rows.
+fn repack_scale_chunks(src: &[u8], dst: &mut [u8], row_bytes: usize, block: usize, chunks: usize) {
+    for (b, out) in dst.chunks_exact_mut(ROWS * block).enumerate() {
+        let at = b * block;
+        for r in 0..ROWS {
+            out[2 * r..2 * r + 2].copy_from_slice(&src[r * row_bytes + at..][..2]);
+        }
+        for c in 0..chunks {
+            gather_chunk(
+                src,
+                row_bytes,
+                at + 2 + 4 * c,
+                &mut out[16 + 32 * c..][..32],
+            );
+        }
+    }
+}
+
+/// The inverse of [`repack_scale_chunks`].
+fn unpack_scale_chunks(src: &[u8], dst: &mut [u8], row_bytes: usize, block: usize, chunks: usize) {
+    for (b, g) in src.chunks_exact(ROWS * block).enumerate() {
+        let at = b * block;
+        for r in 0..ROWS {
+            dst[r * row_bytes + at..][..2].copy_from_slice(&g[2 * r..2 * r + 2]);
+        }
+        for c in 0..chunks {
+            scatter_chunk(&g[16 + 32 * c..][..32], row_bytes, at + 2 + 4 * c, dst);
+        }
+    }
+}
+
 /// Copies 4-byte chunk `c` of each of eight rows: `dst[4r..4r+4] = rows[r][at + 4c..]`.
 #[inline]
 fn gather_chunk(src: &[u8], row_bytes: usize, at: usize, dst: &mut [u8]) {
