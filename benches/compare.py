@@ -10,6 +10,10 @@ superinfer / llama.cpp, and for tg the weight bandwidth reached as a share of ST
 
     benches/compare.py [--tests tg128,pp512] [--threads 1,2] [--rounds 3] [--reps 3]
                        [--models qwen2.5-0.5b,gemma3-270m,qwen2.5-1.5b] [--formats shipped,Q4_0,Q8_0]
+                       [--depths 0,2048] [--cache-types f16,q8_0,f32]
+
+--depths runs each test with that many tokens already in the context (llama-bench -d);
+--cache-types sets both the K and V cache type of both tools (llama-bench -ctk/-ctv).
 """
 import argparse
 import json
@@ -60,17 +64,19 @@ def model_paths(names, formats, quantize):
     return out
 
 
-def llama_bench(bin_dir, model, threads, p, n, reps):
+def llama_bench(bin_dir, model, threads, p, n, reps, depth, cache):
     out = sh([str(Path(bin_dir) / "llama-bench"), "-m", str(model), "-t", str(threads),
-              "-p", str(p), "-n", str(n), "-r", str(reps), "-o", "json"],
+              "-p", str(p), "-n", str(n), "-r", str(reps), "-d", str(depth),
+              "-ctk", cache, "-ctv", cache, "-o", "json"],
              stderr=subprocess.DEVNULL)
     rows = json.loads(out)
     return rows[0]["avg_ts"]
 
 
-def superinfer_bench(exe, model, threads, p, n, reps):
+def superinfer_bench(exe, model, threads, p, n, reps, depth, cache):
     out = sh([str(exe), "bench", "-m", str(model), "-t", str(threads), "-p", str(p),
-              "-n", str(n), "-r", str(reps), "--json"])
+              "-n", str(n), "-r", str(reps), "-d", str(depth), "--ctk", cache, "--ctv", cache,
+              "--json"])
     row = json.loads(out)[0]
     return row["avg_ts"], row["bytes_per_token"], row["isa"]
 
@@ -83,6 +89,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--models", default="qwen2.5-0.5b,gemma3-270m,qwen2.5-1.5b")
     ap.add_argument("--formats", default="shipped,Q4_0,Q8_0")
+    ap.add_argument("--depths", default="0")
+    ap.add_argument("--cache-types", default="f16")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
 
@@ -98,16 +106,19 @@ def main():
     rows = []
     for name, fmt, path in models:
         for t in threads:
-            for test in args.tests.split(","):
+            for test, depth, cache in [(x, int(d), c) for x in args.tests.split(",")
+                                       for d in args.depths.split(",")
+                                       for c in args.cache_types.split(",")]:
                 p, n = (int(test[2:]), 0) if test.startswith("pp") else (0, int(test[2:]))
+                label = test + (f" @ d{depth}" if depth else "") + (f" kv {cache}" if cache != "f16" else "")
                 ours, theirs = [], []
                 for r in range(args.rounds):
-                    theirs.append(llama_bench(bin_dir, path, t, p, n, args.reps))
-                    ts, bpt, isa = superinfer_bench(exe, path, t, p, n, args.reps)
+                    theirs.append(llama_bench(bin_dir, path, t, p, n, args.reps, depth, cache))
+                    ts, bpt, isa = superinfer_bench(exe, path, t, p, n, args.reps, depth, cache)
                     ours.append(ts)
-                    log(f"{name} {fmt} t={t} {test} round {r + 1}: llama.cpp {theirs[-1]:.2f}  superinfer {ts:.2f} t/s")
+                    log(f"{name} {fmt} t={t} {label} round {r + 1}: llama.cpp {theirs[-1]:.2f}  superinfer {ts:.2f} t/s")
                 lo, so = statistics.median(theirs), statistics.median(ours)
-                row = dict(model=name, format=fmt, threads=t, test=test, llama_ts=lo,
+                row = dict(model=name, format=fmt, threads=t, test=label, llama_ts=lo,
                            superinfer_ts=so, ratio=so / lo, isa=isa,
                            samples_llama=theirs, samples_superinfer=ours)
                 if n:

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use superinfer_runtime::core::ops::attention::KvType;
 
 #[derive(Parser)]
 #[command(
@@ -49,10 +50,28 @@ pub struct ModelArgs {
     pub no_repack: bool,
 }
 
+/// KV cache element types (llama.cpp's `-ctk` / `-ctv`).
+#[derive(Args, Clone, Copy)]
+pub struct CacheArgs {
+    /// KV cache type for keys: f32, f16 or q8_0.
+    #[arg(long = "cache-type-k", visible_alias = "ctk", default_value = "f16", value_parser = parse_kv_type)]
+    pub k: KvType,
+    /// KV cache type for values: f32, f16 or q8_0.
+    #[arg(long = "cache-type-v", visible_alias = "ctv", default_value = "f16", value_parser = parse_kv_type)]
+    pub v: KvType,
+}
+
+fn parse_kv_type(s: &str) -> Result<KvType, String> {
+    s.parse()
+        .map_err(|e: superinfer_runtime::core::Error| e.to_string())
+}
+
 #[derive(Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// Prompt text (special tokens written in it are parsed as special tokens).
     #[arg(short = 'p', long = "prompt")]
     pub prompt: String,
@@ -110,6 +129,8 @@ pub struct TokenizeArgs {
 pub struct PerplexityArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// Text file to score.
     #[arg(short = 'f', long = "file")]
     pub file: PathBuf,
@@ -142,6 +163,17 @@ pub struct BenchArgs {
     /// Generated tokens for the tg test (0 skips it).
     #[arg(short = 'n', long = "n-gen", default_value_t = 128)]
     pub n_gen: usize,
+    /// Tokens already in the context before each test (comma separated, like llama-bench
+    /// `-d`): the tests then run at that depth; filling it is not timed.
+    #[arg(
+        short = 'd',
+        long = "n-depth",
+        value_delimiter = ',',
+        default_value = "0"
+    )]
+    pub n_depth: Vec<usize>,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// Thread counts to test, comma separated (default: all cores).
     #[arg(short = 't', long = "threads", value_delimiter = ',')]
     pub threads: Vec<usize>,

@@ -270,6 +270,53 @@ fn bench_reports_llama_bench_fields() {
 }
 
 #[test]
+fn bench_at_depth_with_a_quantized_cache() {
+    let p = model("bench-depth");
+    let out = superinfer(&[
+        "bench",
+        "-m",
+        p.to_str().unwrap(),
+        "-p",
+        "4",
+        "-n",
+        "4",
+        "-d",
+        "0,24",
+        "-r",
+        "1",
+        "--ctk",
+        "q8_0",
+        "--ctv",
+        "f32",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON array");
+    let rows = v.as_array().unwrap();
+    let depths: Vec<u64> = rows
+        .iter()
+        .map(|r| r["n_depth"].as_u64().unwrap())
+        .collect();
+    assert_eq!(depths, [0, 0, 24, 24], "pp and tg at each depth");
+    for r in rows {
+        assert_eq!(r["type_k"], "q8_0");
+        assert_eq!(r["type_v"], "f32");
+        let n_ctx = r["n_depth"].as_u64().unwrap() + 4;
+        // 1 layer, 2 KV heads of 64: Q8_0 keys 34 bytes per 32 values, f32 values 4 bytes
+        let want = n_ctx * (128 / 32 * 34 + 128 * 4);
+        assert_eq!(r["kv_cache_bytes"].as_u64().unwrap(), want);
+        assert!(r["peak_rss_bytes"].as_u64().unwrap() > 0);
+    }
+    let out = superinfer(&["bench", "-m", p.to_str().unwrap(), "--ctk", "q4_1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("q8_0"));
+}
+
+#[test]
 fn bench_bad_flags() {
     let p = model("bench-flags");
     let m = p.to_str().unwrap();

@@ -8,6 +8,7 @@
 use crate::engine::Engine;
 use crate::session::SessionOptions;
 use crate::Error;
+use superinfer_core::ops::attention::KvType;
 
 #[derive(Debug, Clone)]
 pub struct PerplexityOptions {
@@ -17,6 +18,9 @@ pub struct PerplexityOptions {
     pub n_batch: usize,
     /// Score at most this many chunks (0 = all).
     pub max_chunks: usize,
+    /// KV cache types for keys and values (`-ctk` / `-ctv`).
+    pub cache_type_k: KvType,
+    pub cache_type_v: KvType,
 }
 
 impl Default for PerplexityOptions {
@@ -25,6 +29,8 @@ impl Default for PerplexityOptions {
             n_ctx: 512,
             n_batch: 512,
             max_chunks: 0,
+            cache_type_k: KvType::F16,
+            cache_type_v: KvType::F16,
         }
     }
 }
@@ -118,7 +124,11 @@ pub fn perplexity(
     let tok = engine.tokenizer();
     let bos = tok.bos().filter(|_| tok.add_bos());
     let first = n_ctx / 2;
-    let mut session = engine.session(&SessionOptions { n_ctx })?;
+    let mut session = engine.session(&SessionOptions {
+        n_ctx,
+        cache_type_k: opts.cache_type_k,
+        cache_type_v: opts.cache_type_v,
+    })?;
     let mut total = Perplexity::default();
     let mut chunk = vec![0u32; n_ctx];
     for i in 0..n_chunks {

@@ -4,7 +4,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use superinfer_core::model::{forward, forward_batch, Batch, Logits, State};
-use superinfer_core::ops::attention::AttnKernel;
+use superinfer_core::ops::attention::{AttnKernel, KvType};
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::StreamDecoder;
 
@@ -18,6 +18,20 @@ pub const UBATCH: usize = 512;
 pub struct SessionOptions {
     /// Context size in tokens; 0 = min(4096, the model's trained context).
     pub n_ctx: usize,
+    /// How the KV cache stores keys (F16 by default, as llama.cpp).
+    pub cache_type_k: KvType,
+    /// How the KV cache stores values.
+    pub cache_type_v: KvType,
+}
+
+impl SessionOptions {
+    /// A context of `n_ctx` tokens with the default (F16) cache.
+    pub fn with_ctx(n_ctx: usize) -> SessionOptions {
+        SessionOptions {
+            n_ctx,
+            ..SessionOptions::default()
+        }
+    }
 }
 
 /// Why generation stopped.
@@ -72,7 +86,8 @@ impl<'e> Session<'e> {
                 c.n_ctx_train
             )));
         }
-        let state = State::new(c, n_ctx).map_err(Error::Core)?;
+        let state =
+            State::new(c, n_ctx, opts.cache_type_k, opts.cache_type_v).map_err(Error::Core)?;
         Ok(Session {
             engine,
             state,
@@ -85,6 +100,11 @@ impl<'e> Session<'e> {
         self.state.n_ctx()
     }
 
+    /// Bytes held by this session's KV cache.
+    pub fn kv_cache_bytes(&self) -> usize {
+        self.state.kv.bytes()
+    }
+
     /// Tokens evaluated so far.
     pub fn tokens(&self) -> &[u32] {
         &self.tokens
@@ -93,6 +113,12 @@ impl<'e> Session<'e> {
     /// Forgets the conversation (the cache is simply overwritten).
     pub fn reset(&mut self) {
         self.tokens.clear();
+    }
+
+    /// Forgets every token after the first `n` (the cache keeps positions `..n`, so the
+    /// conversation continues from there: a rollback without recomputing the prefix).
+    pub fn truncate(&mut self, n: usize) {
+        self.tokens.truncate(n);
     }
 
     /// Logits after the last evaluated token.

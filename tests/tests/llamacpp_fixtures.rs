@@ -74,7 +74,7 @@ fn teacher_forced_agrees(model: (&str, &str, &str)) {
         seq.extend(ids(&case["generated_ids"]));
         let positions = case["positions"].as_array().unwrap();
         assert_eq!(positions.len(), seq.len(), "fixture positions vs tokens");
-        let mut s = e.session(&SessionOptions { n_ctx: 512 }).unwrap();
+        let mut s = e.session(&SessionOptions::with_ctx(512)).unwrap();
         s.feed_each(&seq, |i, logits| {
             let refs = top(&positions[i]);
             let lp = log_softmax(logits);
@@ -126,7 +126,7 @@ fn greedy_matches(model: (&str, &str, &str)) {
         let prompt = ids(&case["prompt_ids"]);
         let want = ids(&case["generated_ids"]);
         let positions = case["positions"].as_array().unwrap();
-        let mut s = e.session(&SessionOptions { n_ctx: 512 }).unwrap();
+        let mut s = e.session(&SessionOptions::with_ctx(512)).unwrap();
         let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
         let mut got = Vec::new();
         let stats = s

@@ -1,6 +1,7 @@
 //! End-to-end runs on tiny synthetic models written by the test: the engine's cached,
 //! quantized forward pass against the naive f64 reference, for each architecture variant.
 
+use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::core::quant::GgmlType;
 use superinfer_runtime::{Engine, EngineOptions, SessionOptions};
 use superinfer_tests::reference;
@@ -27,7 +28,7 @@ fn check(spec: Spec, tag: &str, min_cos: f64) {
             },
         )
         .unwrap();
-        let mut s = e.session(&SessionOptions { n_ctx: 64 }).unwrap();
+        let mut s = e.session(&SessionOptions::with_ctx(64)).unwrap();
         let mut worst = 1.0f64;
         s.feed_each(&tokens, |i, logits| {
             let c = cosine(logits, &want[i]);
@@ -116,10 +117,10 @@ fn batched_prompt_equals_token_by_token() {
         .unwrap();
         let tokens: Vec<u32> = (0..40u32).map(|i| (i * 53 + 11) % 262).collect();
         let mut batched = Vec::new();
-        let mut s = e.session(&SessionOptions { n_ctx: 64 }).unwrap();
+        let mut s = e.session(&SessionOptions::with_ctx(64)).unwrap();
         s.feed_each(&tokens, |_, l| batched.push(l.to_vec()))
             .unwrap();
-        let mut s = e.session(&SessionOptions { n_ctx: 64 }).unwrap();
+        let mut s = e.session(&SessionOptions::with_ctx(64)).unwrap();
         for (i, &t) in tokens.iter().enumerate() {
             s.feed(&[t]).unwrap();
             let same = s
@@ -133,8 +134,67 @@ fn batched_prompt_equals_token_by_token() {
             );
         }
         // and the prompt's last logits through `feed` (only the last computed)
-        let mut s = e.session(&SessionOptions { n_ctx: 64 }).unwrap();
+        let mut s = e.session(&SessionOptions::with_ctx(64)).unwrap();
         s.feed(&tokens).unwrap();
         assert_eq!(s.logits(), &batched[tokens.len() - 1][..], "{tag}: feed");
+    }
+}
+
+/// With every KV cache type, a prompt decoded token by token on one thread, on two threads
+/// (past 128 positions the heads of a decode step are split over the threads) and fed in
+/// batches of 35 tokens (one-row attention kernel, tokens split over the threads) gives the
+/// same logits bit for bit; and each cache type stays close to the F32 one.
+#[test]
+fn cache_types_agree_across_threads_and_batches() {
+    let path = synth::write_temp(&Spec::llama(), "kv-types");
+    let tokens: Vec<u32> = (0..150u32).map(|i| (i * 53 + 11) % 262).collect();
+    let engines = [1, 2].map(|threads| {
+        Engine::load(
+            &path,
+            &EngineOptions {
+                threads,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    });
+    let mut f32_logits: Vec<Vec<f32>> = Vec::new();
+    for ty in KvType::ALL {
+        let opts = SessionOptions {
+            n_ctx: 160,
+            cache_type_k: ty,
+            cache_type_v: ty,
+        };
+        let stepwise = |e: &Engine| {
+            let mut s = e.session(&opts).unwrap();
+            let mut out = Vec::new();
+            for &t in &tokens {
+                s.feed(&[t]).unwrap();
+                out.push(s.logits().to_vec());
+            }
+            out
+        };
+        let one = stepwise(&engines[0]);
+        let two = stepwise(&engines[1]);
+        let mut batched = Vec::new();
+        let mut s = engines[1].session(&opts).unwrap();
+        for part in tokens.chunks(35) {
+            s.feed_each(part, |_, l| batched.push(l.to_vec())).unwrap();
+        }
+        for (i, ((a, b), c)) in one.iter().zip(&two).zip(&batched).enumerate() {
+            let bits = |x: &Vec<f32>| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(a), bits(b), "{ty}: token {i}, 1 vs 2 threads");
+            assert_eq!(bits(a), bits(c), "{ty}: token {i}, batch vs single steps");
+        }
+        if ty == KvType::F32 {
+            f32_logits = one;
+        } else {
+            let worst = one
+                .iter()
+                .zip(&f32_logits)
+                .map(|(a, b)| cosine(a, &b.iter().map(|&x| x as f64).collect::<Vec<_>>()))
+                .fold(1.0f64, f64::min);
+            assert!(worst > 0.999, "{ty} cache vs F32: cosine {worst}");
+        }
     }
 }

@@ -1,17 +1,19 @@
 //! `superinfer bench`: prompt-processing (pp) and token-generation (tg) throughput, measured
 //! the way llama-bench measures it, so the two tools' numbers can be put side by side.
 //!
-//! For every thread count: a pp test evaluates `-p` random tokens from an empty context; a tg
-//! test decodes `-n` tokens one at a time from an empty context (logits computed each step,
-//! no sampling). Each test runs once as a warm-up, then `-r` times; t/s is tokens / wall time
-//! per repetition, reported as mean ± sample standard deviation.
+//! For every thread count and depth: a pp test evaluates `-p` random tokens; a tg test decodes
+//! `-n` tokens one at a time (logits computed each step, no sampling). Both start from a
+//! context already holding `-d` random tokens (0: empty), filled once per test and not timed;
+//! each repetition rolls the session back to that depth. Each test runs once as a warm-up,
+//! then `-r` times; t/s is tokens / wall time per repetition, reported as mean ± sample
+//! standard deviation.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
 use serde_json::json;
 use superinfer_runtime::core::sampler::Rng;
-use superinfer_runtime::{Engine, EngineOptions, SessionOptions};
+use superinfer_runtime::{Engine, EngineOptions, Session, SessionOptions};
 
 use crate::args::BenchArgs;
 use crate::cmd::{parse_isa, write_stdout};
@@ -19,9 +21,11 @@ use crate::cmd::{parse_isa, write_stdout};
 struct Test {
     n_prompt: usize,
     n_gen: usize,
+    n_depth: usize,
     threads: usize,
     samples_ns: Vec<u64>,
     peak_rss: Option<u64>,
+    kv_bytes: usize,
 }
 
 impl Test {
@@ -37,10 +41,14 @@ impl Test {
     }
 
     fn name(&self) -> String {
-        match (self.n_prompt, self.n_gen) {
+        let test = match (self.n_prompt, self.n_gen) {
             (p, 0) => format!("pp{p}"),
             (0, g) => format!("tg{g}"),
             (p, g) => format!("pp{p}+tg{g}"),
+        };
+        match self.n_depth {
+            0 => test,
+            d => format!("{test} @ d{d}"),
         }
     }
 }
@@ -75,18 +83,15 @@ fn random_tokens(rng: &mut Rng, n_vocab: usize, n: usize) -> Vec<u32> {
         .collect()
 }
 
-/// One repetition: wall time in ns.
+/// One repetition from a session holding `depth` tokens: wall time in ns.
 fn run_once(
-    engine: &Engine,
-    n_ctx: usize,
-    p: usize,
-    g: usize,
+    s: &mut Session<'_>,
+    depth: usize,
+    [p, g]: [usize; 2],
+    n_vocab: usize,
     rng: &mut Rng,
 ) -> Result<u64, String> {
-    let mut s = engine
-        .session(&SessionOptions { n_ctx })
-        .map_err(|e| e.to_string())?;
-    let n_vocab = engine.config().n_vocab;
+    s.truncate(depth);
     let prompt = random_tokens(rng, n_vocab, p);
     let gen = random_tokens(rng, n_vocab, g);
     let t = Instant::now();
@@ -134,8 +139,12 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             .into_iter()
             .filter(|&(p, g)| p + g > 0)
             .collect();
-        for (p, g) in kinds {
-            let n_ctx = (p + g).max(1);
+        for (d, (p, g)) in a
+            .n_depth
+            .iter()
+            .flat_map(|&d| kinds.iter().map(move |&k| (d, k)))
+        {
+            let n_ctx = (d + p + g).max(1);
             if n_ctx > engine.config().n_ctx_train {
                 return Err(format!(
                     "test of {} tokens exceeds the model's trained context of {}",
@@ -143,19 +152,31 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     engine.config().n_ctx_train
                 ));
             }
+            let mut s = engine
+                .session(&SessionOptions {
+                    n_ctx,
+                    cache_type_k: a.cache.k,
+                    cache_type_v: a.cache.v,
+                })
+                .map_err(|e| e.to_string())?;
+            let n_vocab = engine.config().n_vocab;
+            let depth = random_tokens(&mut rng, n_vocab, d);
+            s.feed(&depth).map_err(|e| e.to_string())?;
             // warm-up (page in the weights, grow the scratch buffers)
-            run_once(&engine, n_ctx, p, g.min(1), &mut rng)?;
+            run_once(&mut s, d, [p, g.min(1)], n_vocab, &mut rng)?;
             reset_peak_rss();
             let mut samples_ns = Vec::with_capacity(a.repetitions);
             for _ in 0..a.repetitions {
-                samples_ns.push(run_once(&engine, n_ctx, p, g, &mut rng)?);
+                samples_ns.push(run_once(&mut s, d, [p, g], n_vocab, &mut rng)?);
             }
             let test = Test {
                 n_prompt: p,
                 n_gen: g,
+                n_depth: d,
                 threads: t,
                 samples_ns,
                 peak_rss: peak_rss(),
+                kv_bytes: s.kv_cache_bytes(),
             };
             if !(a.json || a.output.as_deref() == Some("json")) {
                 let (m, sd) = mean_sd(&test.samples_ts());
@@ -191,6 +212,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     "model_size": file_size,
                     "n_prompt": t.n_prompt,
                     "n_gen": t.n_gen,
+                    "n_depth": t.n_depth,
+                    "type_k": a.cache.k.name(),
+                    "type_v": a.cache.v.name(),
                     "n_threads": t.threads,
                     "avg_ns": avg_ns as u64,
                     "stddev_ns": stddev_ns as u64,
@@ -201,6 +225,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     "isa": isa_name,
                     "bytes_per_token": bytes_per_token,
                     "peak_rss_bytes": t.peak_rss,
+                    "kv_cache_bytes": t.kv_bytes,
                 })
             })
             .collect();

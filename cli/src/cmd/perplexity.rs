@@ -22,6 +22,8 @@ pub fn run(a: &PerplexityArgs) -> Result<(), String> {
         n_ctx: a.ctx_size,
         n_batch: a.batch_size,
         max_chunks: a.chunks,
+        cache_type_k: a.cache.k,
+        cache_type_v: a.cache.v,
     };
     let n_chunks = opts.chunks(tokens.len()).map_err(|e| e.to_string())?;
     eprintln!(

@@ -32,7 +32,11 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         .encode(&a.prompt, !a.no_bos, true)
         .map_err(|e| e.to_string())?;
     let mut session = engine
-        .session(&SessionOptions { n_ctx: a.ctx_size })
+        .session(&SessionOptions {
+            n_ctx: a.ctx_size,
+            cache_type_k: a.cache.k,
+            cache_type_v: a.cache.v,
+        })
         .map_err(|e| e.to_string())?;
     if prompt.len() > session.n_ctx() {
         return Err(format!(

@@ -8,12 +8,10 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use half::f16;
-
 use super::arch::Activation;
 use super::config::Config;
 use super::state::State;
-use super::transformer::{add_bias, attend_token, prepare_token};
+use super::transformer::{add_bias, attend_token, prepare_token, unrotate_output};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -250,6 +248,7 @@ fn attention_block(
     project(k, par, &mut b.act, &l.wv, &b.xb, n, &mut b.v)?;
     for t in 0..n {
         prepare_token(
+            k,
             w,
             il,
             l,
@@ -264,31 +263,27 @@ fn attention_block(
         );
     }
 
-    // every token's k / v is in the cache: the tokens attend independently
+    // every token's k / v is in the cache: the tokens attend independently, worker i taking
+    // tokens i, i + workers, ... (later tokens see more positions: interleaving balances)
+    let workers = par.threads().clamp(1, n);
+    st.attn_scratch(c.attn_shape(), workers);
     let (qs, outs) = (
         DisjointSlice::new(&mut b.q),
         DisjointSlice::new(&mut b.attn),
     );
-    let kv = &st.kv;
-    for_each_range(par, n, 1, &|start, end| {
-        let mut scores = vec![0.0f32; pos0 + end];
-        let mut acc = vec![f16::ZERO; c.head_dim_v];
-        for t in start..end {
-            // SAFETY: each token's q and output rows belong to this range only.
+    let kv = st.kv.layer(il);
+    let scratch = DisjointSlice::new(&mut st.attn_scratch[..workers]);
+    par.for_each(workers, &|i| {
+        // SAFETY: worker i owns scratch i and the q / output rows of its tokens.
+        let s = unsafe { &mut scratch.piece(i, 1)[0] };
+        for t in (i..n).step_by(workers) {
             let (q, out) = unsafe { (qs.piece(t * q_row, q_row), outs.piece(t * o_row, o_row)) };
-            attend_token(
-                k,
-                w,
-                il,
-                q,
-                kv,
-                pos0 + t,
-                kernel,
-                [&mut scores, out],
-                &mut acc,
-            );
+            attend_token(k, c, il, q, out, kv, pos0 + t, kernel, s);
         }
     });
+    for out in b.attn.chunks_exact_mut(o_row).take(n) {
+        unrotate_output(&st.kv, out);
+    }
 
     project(k, par, &mut b.act, &l.wo, &b.attn, n, &mut b.xb2)?;
     for row in b.xb2.chunks_exact_mut(d).take(n) {

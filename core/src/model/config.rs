@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use super::arch::{Activation, Arch};
 use crate::error::{Error, Result};
 use crate::gguf::{keys, GgufFile};
+use crate::ops::attention::AttnShape;
 use crate::ops::rope::RopeStyle;
 
 #[derive(Debug, Clone)]
@@ -167,6 +168,16 @@ impl Config {
             self.n_head_kv * self.head_dim_k,
             self.n_head_kv * self.head_dim_v,
         )
+    }
+
+    /// The attention shape of every layer.
+    pub fn attn_shape(&self) -> AttnShape {
+        AttnShape {
+            n_head: self.n_head,
+            n_head_kv: self.n_head_kv,
+            head_dim_k: self.head_dim_k,
+            head_dim_v: self.head_dim_v,
+        }
     }
 }
 

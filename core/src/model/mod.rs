@@ -4,6 +4,7 @@
 mod arch;
 mod batch;
 mod config;
+mod kv_cache;
 mod state;
 mod transformer;
 mod weights;
@@ -11,6 +12,7 @@ mod weights;
 pub use arch::{Activation, Arch};
 pub use batch::{forward_batch, Batch, Logits};
 pub use config::Config;
-pub use state::{KvCache, State};
+pub use kv_cache::KvCache;
+pub use state::State;
 pub use transformer::forward;
 pub use weights::{Layer, Weights};

@@ -13,18 +13,25 @@
 //! logits = output(rmsnorm(x)) (softcapped)
 //! ```
 
+use core::ops::Range;
+
 use super::arch::Activation;
-use super::state::{KvCache, State};
+use super::config::Config;
+use super::kv_cache::KvCache;
+use super::state::State;
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
-use crate::ops::attention::{attend, AttnKernel, AttnShape};
+use crate::ops::attention::rotation;
+use crate::ops::attention::{attend_head, AttnKernel, AttnScratch, KvLayer};
 use crate::ops::matmul::{matvec_f32, matvec_many};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::ops::{activation, rope};
-use crate::parallel::Parallel;
+use crate::parallel::{DisjointSlice, Parallel};
 
-use half::f16;
+/// Context length from which a decode step's attention heads are spread over the threads
+/// (below it the whole attention costs less than waking the workers).
+const PARALLEL_ATTN_MIN: usize = 128;
 
 /// Runs one token at position `pos` (the cache must hold positions `0..pos`), with the
 /// attention kernel of its batch (see [`AttnKernel::for_batch`]). When `want_logits` is false
@@ -105,6 +112,7 @@ fn attention_block(
     )?;
     let s = &mut *st;
     prepare_token(
+        k,
         w,
         il,
         l,
@@ -113,17 +121,8 @@ fn attention_block(
         [&mut s.rope_cos, &mut s.rope_sin],
         &mut s.kv,
     );
-    attend_token(
-        k,
-        w,
-        il,
-        &mut s.q,
-        &s.kv,
-        pos,
-        kernel,
-        [&mut s.scores, &mut s.attn],
-        &mut s.attn_acc,
-    );
+    attend_heads(k, par, c, il, st, pos, kernel);
+    unrotate_output(&st.kv, &mut st.attn);
 
     matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
     add_bias(&mut st.xb2, &l.bo);
@@ -136,7 +135,9 @@ fn attention_block(
 
 /// One token's projected q, k, v (at position `pos`) made ready for attention: biases,
 /// per-head norms, RoPE, and its k / v rows written to layer `il` of the cache.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn prepare_token(
+    kern: &Kernels,
     w: &Weights<'_>,
     il: usize,
     l: &Layer<'_>,
@@ -174,59 +175,135 @@ pub(super) fn prepare_token(
     rope::apply(q, c.head_dim_k, c.rope_style, &table);
     rope::apply(k, c.head_dim_k, c.rope_style, &table);
 
-    let (k_row, v_row) = c.kv_row();
-    let kc = &mut kv.k[il][pos * k_row..(pos + 1) * k_row];
-    kc.iter_mut()
-        .zip(&*k)
-        .for_each(|(d, &s)| *d = f16::from_f32(s));
-    let vc = &mut kv.v[il][pos * v_row..(pos + 1) * v_row];
-    vc.iter_mut()
-        .zip(&*v)
-        .for_each(|(d, &s)| *d = f16::from_f32(s));
+    // quantized caches: rotate the heads so outlier dimensions do not dominate a block
+    if let Some(n) = kv.key_rotation() {
+        rotation::hadamard(q, n);
+        rotation::hadamard(k, n);
+    }
+    if let Some(n) = kv.value_rotation() {
+        rotation::hadamard(v, n);
+    }
+    kv.store(kern, il, pos, k, v);
 }
 
-/// Attention of the token at `pos` (its q prepared by [`prepare_token`], the cache holding
-/// positions `..=pos`) into `out`; `scores` must hold `pos + 1` values.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn attend_token(
-    k: &Kernels,
-    w: &Weights<'_>,
-    il: usize,
-    q: &mut [f32],
-    kv: &KvCache,
-    pos: usize,
-    kernel: AttnKernel,
-    [scores, out]: [&mut [f32]; 2],
-    acc: &mut [f16],
-) {
-    let c = &w.config;
-    // A sliding-window layer sees the last `sliding_window` positions (llama.cpp: masked
-    // when pos - p >= n_swa).
-    let t_start = if c.swa_layers[il] && c.sliding_window > 0 {
+/// Undoes the value rotation of a quantized value cache on one token's attention output.
+pub(super) fn unrotate_output(kv: &KvCache, out: &mut [f32]) {
+    if let Some(n) = kv.value_rotation() {
+        rotation::hadamard(out, n);
+    }
+}
+
+/// The positions the token at `pos` sees in layer `il`: a sliding-window layer the last
+/// `sliding_window` (llama.cpp: masked when pos - p >= n_swa), the others all.
+fn attn_window(c: &Config, il: usize, pos: usize) -> Range<usize> {
+    let start = if c.swa_layers[il] && c.sliding_window > 0 {
         (pos + 1).saturating_sub(c.sliding_window)
     } else {
         0
     };
-    let shape = AttnShape {
-        n_head: c.n_head,
-        n_head_kv: c.n_head_kv,
-        head_dim_k: c.head_dim_k,
-        head_dim_v: c.head_dim_v,
+    start..pos + 1
+}
+
+/// Attention of the token at `pos` (its q prepared by [`prepare_token`], the cache holding
+/// positions `..=pos`), every head in turn, from `q` into `out`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn attend_token(
+    k: &Kernels,
+    c: &Config,
+    il: usize,
+    q: &mut [f32],
+    out: &mut [f32],
+    kv: KvLayer<'_>,
+    pos: usize,
+    kernel: AttnKernel,
+    scratch: &mut AttnScratch,
+) {
+    let (dk, dv) = (c.head_dim_k, c.head_dim_v);
+    let window = attn_window(c, il, pos);
+    for (h, (q, out)) in q
+        .chunks_exact_mut(dk)
+        .zip(out.chunks_exact_mut(dv))
+        .enumerate()
+    {
+        let (scale, cap) = (c.attn_scale, c.attn_softcap);
+        let shape = c.attn_shape();
+        attend_head(
+            k,
+            out,
+            q,
+            kv,
+            shape,
+            h,
+            window.clone(),
+            scale,
+            cap,
+            kernel,
+            scratch,
+        );
+    }
+}
+
+/// A decode step's attention (`st.q` into `st.attn`): at long contexts the heads are
+/// spread over the threads, each head computed exactly as [`attend_token`] does.
+fn attend_heads(
+    k: &Kernels,
+    par: &dyn Parallel,
+    c: &Config,
+    il: usize,
+    st: &mut State,
+    pos: usize,
+    kernel: AttnKernel,
+) {
+    let workers = if pos + 1 >= PARALLEL_ATTN_MIN {
+        par.threads().clamp(1, c.n_head)
+    } else {
+        1
     };
-    attend(
-        k.f16_ops(),
-        out,
-        q,
-        &kv.k[il],
-        &kv.v[il],
-        shape,
-        t_start..pos + 1,
-        c.attn_scale,
-        c.attn_softcap,
-        kernel,
-        scores,
-        acc,
+    st.attn_scratch(c.attn_shape(), workers);
+    let kv = st.kv.layer(il);
+    if workers == 1 {
+        attend_token(
+            k,
+            c,
+            il,
+            &mut st.q,
+            &mut st.attn,
+            kv,
+            pos,
+            kernel,
+            &mut st.attn_scratch[0],
+        );
+        return;
+    }
+    let (dk, dv) = (c.head_dim_k, c.head_dim_v);
+    let window = attn_window(c, il, pos);
+    let (qs, outs) = (
+        DisjointSlice::new(&mut st.q),
+        DisjointSlice::new(&mut st.attn),
     );
+    let scratch = DisjointSlice::new(&mut st.attn_scratch[..workers]);
+    par.for_each(workers, &|i| {
+        // SAFETY: worker i owns scratch i and the rows of heads i, i + workers, ...
+        let s = unsafe { &mut scratch.piece(i, 1)[0] };
+        for h in (i..c.n_head).step_by(workers) {
+            let (q, out) = unsafe { (qs.piece(h * dk, dk), outs.piece(h * dv, dv)) };
+            let (scale, cap) = (c.attn_scale, c.attn_softcap);
+            let shape = c.attn_shape();
+            attend_head(
+                k,
+                out,
+                q,
+                kv,
+                shape,
+                h,
+                window.clone(),
+                scale,
+                cap,
+                kernel,
+                s,
+            );
+        }
+    });
 }
 
 fn ffn_block(

@@ -1,0 +1,152 @@
+use super::*;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::quant::legacy::{dequantize_q8_0, quantize_q8_0};
+
+fn rand(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// A cache of `rows` values stored as `ty`, and the values it holds (as f64).
+enum Stored {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    Q8_0(Vec<BlockQ8_0>),
+}
+
+impl Stored {
+    fn new(ty: KvType, x: &[f32]) -> (Stored, Vec<f64>) {
+        match ty {
+            KvType::F32 => (
+                Stored::F32(x.to_vec()),
+                x.iter().map(|&v| v as f64).collect(),
+            ),
+            KvType::F16 => {
+                let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+                let back = h.iter().map(|v| v.to_f64()).collect();
+                (Stored::F16(h), back)
+            }
+            KvType::Q8_0 => {
+                let mut b = vec![BlockQ8_0::zeroed(); x.len() / QK];
+                quantize_q8_0(x, bytemuck::cast_slice_mut(&mut b));
+                let mut back = vec![0.0f32; x.len()];
+                dequantize_q8_0(bytemuck::cast_slice(&b), &mut back);
+                (Stored::Q8_0(b), back.iter().map(|&v| v as f64).collect())
+            }
+        }
+    }
+
+    fn view(&self) -> KvView<'_> {
+        match self {
+            Stored::F32(v) => KvView::F32(v),
+            Stored::F16(v) => KvView::F16(v),
+            Stored::Q8_0(v) => KvView::Q8_0(v),
+        }
+    }
+}
+
+/// Every K/V cache type pair on both kernels against plain f64 softmax attention over the
+/// values the cache holds, with grouped heads, a window and a softcap.
+#[test]
+fn every_cache_type_matches_naive_attention() {
+    let shape = AttnShape {
+        n_head: 4,
+        n_head_kv: 2,
+        head_dim_k: 64,
+        head_dim_v: 32,
+    };
+    let (dk, dv) = (shape.head_dim_k, shape.head_dim_v);
+    let n_pos = 40;
+    let k_src: Vec<f32> = rand(n_pos * shape.k_row(), 1)
+        .iter()
+        .map(|&x| x * 3.0)
+        .collect();
+    let v_src = rand(n_pos * shape.v_row(), 2);
+    let q0 = rand(shape.n_head * dk, 3);
+    let window = 7..n_pos;
+    let (scale, cap) = (0.125, Some(30.0f32));
+    let kern = Kernels::scalar();
+    for k_type in KvType::ALL {
+        for v_type in KvType::ALL {
+            let (k, k64) = Stored::new(k_type, &k_src);
+            let (v, v64) = Stored::new(v_type, &v_src);
+            let kv = KvLayer {
+                k: k.view(),
+                v: v.view(),
+            };
+            // a Q8_0 key cache also quantizes the query
+            let tol = if k_type == KvType::Q8_0 { 2e-2 } else { 5e-3 };
+            for kernel in [AttnKernel::Tiled, AttnKernel::OneRow] {
+                let mut s = AttnScratch::new(shape, n_pos);
+                for h in 0..shape.n_head {
+                    let kvh = h / 2;
+                    let mut q = q0[h * dk..(h + 1) * dk].to_vec();
+                    let mut out = vec![0.0; dv];
+                    attend_head(
+                        &kern,
+                        &mut out,
+                        &mut q,
+                        kv,
+                        shape,
+                        h,
+                        window.clone(),
+                        scale,
+                        cap,
+                        kernel,
+                        &mut s,
+                    );
+                    let sc: Vec<f64> = window
+                        .clone()
+                        .map(|t| {
+                            let dot: f64 = (0..dk)
+                                .map(|i| q0[h * dk + i] as f64 * k64[t * 128 + kvh * dk + i])
+                                .sum();
+                            let c = cap.unwrap() as f64;
+                            c * libm::tanh(dot * scale as f64 / c)
+                        })
+                        .collect();
+                    let m = sc.iter().cloned().fold(f64::MIN, f64::max);
+                    let z: f64 = sc.iter().map(|x| libm::exp(x - m)).sum();
+                    for (d, &got) in out.iter().enumerate() {
+                        let want: f64 = window
+                            .clone()
+                            .zip(&sc)
+                            .map(|(t, x)| libm::exp(x - m) / z * v64[t * 64 + kvh * dv + d])
+                            .sum();
+                        assert!(
+                            (got as f64 - want).abs() < tol,
+                            "K {k_type} V {v_type} {kernel:?} head {h} dim {d}: {got} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn kernel_choice_follows_llama_cpp() {
+    assert_eq!(AttnKernel::for_batch(1), AttnKernel::OneRow);
+    assert_eq!(AttnKernel::for_batch(63), AttnKernel::OneRow);
+    assert_eq!(AttnKernel::for_batch(64), AttnKernel::Tiled);
+}
+
+#[test]
+fn cache_type_names_round_trip() {
+    for t in KvType::ALL {
+        assert_eq!(t.name().parse::<KvType>().unwrap(), t);
+        assert_eq!(t.name().to_uppercase().parse::<KvType>().unwrap(), t);
+    }
+    assert!("q4_0".parse::<KvType>().is_err());
+    assert_eq!(KvType::default(), KvType::F16);
+    assert_eq!(KvType::Q8_0.bytes(64), 68);
+}
