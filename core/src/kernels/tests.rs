@@ -378,7 +378,9 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                         }
                         (a, sums)
                     };
-                    let tokens: Vec<_> = (0..interleaved::GEMM_TOKENS).map(|_| act()).collect();
+                    let tokens: Vec<_> = (0..2 * interleaved::GEMM_TOKENS + 1)
+                        .map(|_| act())
+                        .collect();
                     let (a, sums) = &tokens[0];
                     let (a, sums) = (a.clone(), sums.clone());
                     let packed = interleaved::repack(ty, rows, n, &w).unwrap();
@@ -396,7 +398,8 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                         );
                     }
                     if let Some(gemm) = k.gemm_x8(ty) {
-                        gemm_matches_gemv(gemm, gemv, n, groups, &packed, &tokens);
+                        let q8_0 = at == GgmlType::Q8_0;
+                        gemm_matches_gemv(gemm, gemv, n, groups, &packed, &tokens, q8_0);
                     }
                 }
             }
@@ -406,7 +409,8 @@ pub(crate) fn interleaved_parity(isa: Isa) {
 }
 
 /// The batch kernel over every group against the matrix × vector kernel per token, for
-/// 1 ..= GEMM_TOKENS tokens: the same bits.
+/// every count of tokens up to `tokens.len()` (whole tiles of `GEMM_TOKENS` and the rest):
+/// the same bits. `q8_0`: the activations are Q8_0 (the batch carries their sums and scales).
 fn gemm_matches_gemv(
     gemm: crate::quant::interleaved::GemmX8Fn,
     gemv: crate::quant::interleaved::GemvX8Fn,
@@ -414,8 +418,9 @@ fn gemm_matches_gemv(
     groups: usize,
     packed: &[u8],
     tokens: &[(Vec<u8>, Vec<i32>)],
+    q8_0: bool,
 ) {
-    use crate::quant::interleaved::ROWS;
+    use crate::quant::interleaved::{self, BatchRows, ROWS};
     let want: Vec<Vec<f32>> = tokens
         .iter()
         .map(|(a, s)| {
@@ -424,13 +429,23 @@ fn gemm_matches_gemv(
             o
         })
         .collect();
-    let a: Vec<&[u8]> = tokens.iter().map(|t| &t.0[..]).collect();
-    let s: Vec<&[i32]> = tokens.iter().map(|t| &t.1[..]).collect();
+    let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.0.iter().copied()).collect();
+    let (mut sums, mut scales) = (Vec::new(), Vec::new());
+    if q8_0 {
+        for (a, s) in tokens {
+            sums.extend_from_slice(s);
+            let mut d = vec![0f32; s.len()];
+            interleaved::block_scales(a, &mut d);
+            scales.extend(d);
+        }
+    }
+    let all = BatchRows::new(tokens.len(), &bytes, &sums, &scales);
     let group = packed.len() / groups;
     for m in 1..=tokens.len() {
+        let acts = all.slice(0, m);
         for (g, wg) in packed.chunks_exact(group).enumerate() {
             let mut got = vec![[f32::NAN; ROWS]; m];
-            gemm(n, wg, &a[..m], &s[..m], &mut got);
+            gemm(n, wg, acts, &mut got);
             for (t, got) in got.iter().enumerate() {
                 for (r, x) in got.iter().enumerate() {
                     let y = want[t][g * ROWS + r];

@@ -107,8 +107,6 @@ pub struct QAct<'b> {
 pub struct ActBuf {
     bytes: Vec<u8>,
     sums: Vec<i32>,
-    /// Bytes and sums of the row quantized last.
-    len: (usize, usize),
 }
 
 impl ActBuf {
@@ -138,7 +136,6 @@ impl ActBuf {
         if nb > 0 {
             interleaved::block_sums(&self.bytes[..n], &mut self.sums[..nb]);
         }
-        self.len = (n, nb);
         Ok(QAct {
             bytes: &self.bytes[..n],
             sums: &self.sums[..nb],
@@ -321,10 +318,18 @@ pub fn matvec_many<const N: usize>(
     Ok(())
 }
 
-/// Quantized activations of a batch of tokens: one row per token, each with its block sums.
+/// Quantized activations of a batch of tokens, row after row in one buffer: each token's
+/// bytes and, for Q8_0, its block sums and f32 block scales (what the batch kernels read,
+/// [`interleaved::BatchRows`]).
 #[derive(Default)]
 pub struct BatchAct {
-    rows: Vec<ActBuf>,
+    bytes: Vec<u8>,
+    sums: Vec<i32>,
+    scales: Vec<f32>,
+    /// Rows quantized last, and each one's bytes and blocks (sums and scales).
+    n: usize,
+    row_bytes: usize,
+    blocks: usize,
 }
 
 impl BatchAct {
@@ -336,28 +341,54 @@ impl BatchAct {
                 x.len()
             )));
         }
-        if self.rows.len() < n {
-            self.rows.resize_with(n, ActBuf::default);
-        }
         let cols = x.len() / n;
-        for (buf, row) in self.rows.iter_mut().zip(x.chunks_exact(cols)) {
-            buf.quantize(k, ty, row)?;
+        let row_bytes = ty.bytes_for(cols as u64).ok_or_else(|| {
+            Error::InvalidArgument(alloc::format!(
+                "{cols} values is not a whole number of {ty} blocks"
+            ))
+        })? as usize;
+        let q = k.quantize_row(ty).ok_or_else(|| {
+            Error::UnsupportedModel(alloc::format!("no activation quantizer for {ty}"))
+        })?;
+        let blocks = if ty == GgmlType::Q8_0 { cols / 32 } else { 0 };
+        grow(&mut self.bytes, n * row_bytes, 0);
+        grow(&mut self.sums, n * blocks, 0);
+        grow(&mut self.scales, n * blocks, 0.0);
+        for (t, row) in x.chunks_exact(cols).enumerate() {
+            let bytes = &mut self.bytes[t * row_bytes..(t + 1) * row_bytes];
+            q(row, bytes);
+            if blocks > 0 {
+                interleaved::block_sums(bytes, &mut self.sums[t * blocks..(t + 1) * blocks]);
+                interleaved::block_scales(bytes, &mut self.scales[t * blocks..(t + 1) * blocks]);
+            }
         }
+        (self.n, self.row_bytes, self.blocks) = (n, row_bytes, blocks);
         Ok(())
     }
 
-    fn row(&self, i: usize) -> QAct<'_> {
-        self.rows[i].last()
+    /// Token `t`'s row.
+    fn row(&self, t: usize) -> QAct<'_> {
+        QAct {
+            bytes: &self.bytes[t * self.row_bytes..(t + 1) * self.row_bytes],
+            sums: &self.sums[t * self.blocks..(t + 1) * self.blocks],
+        }
+    }
+
+    /// The first `n` rows, as the batch kernels take them.
+    fn rows(&self, n: usize) -> interleaved::BatchRows<'_> {
+        interleaved::BatchRows::new(
+            n,
+            &self.bytes[..n * self.row_bytes],
+            &self.sums[..n * self.blocks],
+            &self.scales[..n * self.blocks],
+        )
     }
 }
 
-impl ActBuf {
-    /// The row quantized last (its bytes and sums).
-    fn last(&self) -> QAct<'_> {
-        QAct {
-            bytes: &self.bytes[..self.len.0],
-            sums: &self.sums[..self.len.1],
-        }
+/// Grows `v` to at least `len` values (never shrinks: the buffers are reused).
+fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
+    if v.len() < len {
+        v.resize(len, fill);
     }
 }
 
@@ -376,7 +407,7 @@ pub fn matmul(
     if n == 0 {
         return Ok(());
     }
-    if out.len() != n * w.rows || xq.rows.len() < n {
+    if out.len() != n * w.rows || xq.n < n {
         return Err(Error::InvalidArgument(alloc::format!(
             "matmul of {} rows over {n} tokens: output has {} values",
             w.rows,
@@ -406,9 +437,14 @@ pub fn matmul(
     Ok(())
 }
 
-/// Groups `[start, end)` of an interleaved matrix against the `n` tokens, up to
-/// [`interleaved::GEMM_TOKENS`] at a time: each group's weights stay in L1 while every token
-/// passes over them.
+/// Bytes of activations a worker's batch kernels run over before moving to the next tokens
+/// (half of Zen 3's 512 KB L2): each group's kernel call reads them from L2 rather than L3.
+const TOKEN_BLOCK_BYTES: usize = 256 << 10;
+
+/// Groups `[start, end)` of an interleaved matrix against the `n` tokens: one kernel call
+/// per group and block of tokens takes the group's weights apart once for all of them. The
+/// tokens come in blocks whose activations stay in L2 while every group passes over them
+/// (the weights, read once per block of tokens, stream from L3 or memory).
 fn gemm_units(
     plan: &Plan<'_, '_>,
     gemm: interleaved::GemmX8Fn,
@@ -421,18 +457,18 @@ fn gemm_units(
     const T: usize = interleaved::GEMM_TOKENS;
     let w = plan.w;
     let group_bytes = interleaved::ROWS * w.row_bytes();
-    let mut tile = [[0.0f32; interleaved::ROWS]; T];
-    for g in start..end {
-        let wg = &w.data[g * group_bytes..(g + 1) * group_bytes];
-        for t0 in (0..n).step_by(T) {
-            let m = T.min(n - t0);
-            let acts: [QAct<'_>; T] = core::array::from_fn(|i| xq.row((t0 + i).min(n - 1)));
-            let a = acts.map(|x| x.bytes);
-            let sums = acts.map(|x| x.sums);
-            gemm(w.cols, wg, &a[..m], &sums[..m], &mut tile[..m]);
-            for (i, o) in tile[..m].iter().enumerate() {
-                // SAFETY: group g's rows of token t0 + i: inside this worker's row range.
-                let d = unsafe { dst.piece((t0 + i) * w.rows + g * interleaved::ROWS, o.len()) };
+    let rows = xq.rows(n);
+    let block = (TOKEN_BLOCK_BYTES / xq.row_bytes.max(1) / T * T).max(T);
+    let mut tile = alloc::vec![[0.0f32; interleaved::ROWS]; block.min(n)];
+    for t0 in (0..n).step_by(block) {
+        let t1 = (t0 + block).min(n);
+        let tile = &mut tile[..t1 - t0];
+        for g in start..end {
+            let wg = &w.data[g * group_bytes..(g + 1) * group_bytes];
+            gemm(w.cols, wg, rows.slice(t0, t1), tile);
+            for (t, o) in (t0..t1).zip(tile.iter()) {
+                // SAFETY: group g's rows of token t: inside this worker's row range.
+                let d = unsafe { dst.piece(t * w.rows + g * interleaved::ROWS, o.len()) };
                 d.copy_from_slice(o);
             }
         }

@@ -8,9 +8,11 @@
 //! Every block function is generic over `G` weight groups and `T` tokens: it unpacks each
 //! group's quants once and multiplies them with every token's activation bytes. The matrix ×
 //! vector kernels (`gemv_*`) run two groups against one token (sharing the activation
-//! broadcasts); the batch kernels (`gemm_*`, prompt processing) run one group against up to
-//! [`GEMM_TOKENS`] tokens, so unpacking the weights costs a quarter as much per token. Each
-//! token's float accumulation is the single-token one, so both give the same bits.
+//! broadcasts); the batch kernels (`gemm_*`, prompt processing) run one group against every
+//! token of a batch, [`GEMM_TOKENS`] at a time, so unpacking the weights costs a quarter as
+//! much per token. Q5_0, whose fifth bits take the most unpacking, goes further: its batch
+//! kernel decodes each group once for the whole batch ([`gemm_decoded`]). Each token's float
+//! accumulation is the single-token one, so all give the same bits.
 //!
 //! This file has the shared drivers and the legacy formats; `avx2_x8_k.rs` the k-quants.
 
@@ -18,7 +20,7 @@ use core::arch::x86_64::*;
 use core::array::from_fn;
 
 use super::avx2::{f16, ld128, ld256};
-use crate::quant::interleaved::{q4_0, q5_0, q8_0, GEMM_TOKENS, ROWS};
+use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, GEMM_TOKENS, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 
 /// Four activation bytes at `p`, broadcast to every 32-bit lane.
@@ -111,12 +113,18 @@ unsafe fn for_groups(
     }
 }
 
-/// Checks a batch kernel's arguments: `T` tokens, as many sums and outputs.
-pub(super) fn check_batch<S>(a: &[&[u8]], sums: &[S], out: &[[f32; ROWS]]) {
-    assert!(
-        a.len() <= GEMM_TOKENS && sums.len() == a.len() && out.len() == a.len(),
-        "a batch kernel takes up to {GEMM_TOKENS} tokens with one sum row and output each"
-    );
+/// Runs `tile` over the tokens of `acts` [`GEMM_TOKENS`] at a time, each with its part of
+/// `out` (one `[f32; ROWS]` per token).
+pub(super) fn token_tiles(
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
+    mut tile: impl FnMut(BatchRows<'_>, &mut [[f32; ROWS]]),
+) {
+    assert_eq!(out.len(), acts.len(), "one output per token");
+    for (i, o) in out.chunks_mut(GEMM_TOKENS).enumerate() {
+        let t0 = i * GEMM_TOKENS;
+        tile(acts.slice(t0, t0 + o.len()), o);
+    }
 }
 
 /// Calls `$f::<T>(args)` with `T = $n` (1 ..= 4) known at compile time.
@@ -133,8 +141,10 @@ macro_rules! by_token_count {
 }
 pub(super) use by_token_count;
 
-/// One group against `T` tokens: runs `block` over every block and stores each token's
-/// eight sums in `out[t]`.
+/// One group against `T` tokens, taking each block's weights apart per tile of tokens: runs
+/// `block` over every block and stores each token's eight sums in `out[t]`. (Q8_0 and Q4_0,
+/// whose unpacking is one or two operations per vector, run faster this way than through
+/// [`gemm_decoded`].)
 ///
 /// # Safety
 /// `block` must only read the group's `group_block` bytes per block.
@@ -143,8 +153,7 @@ pub(super) use by_token_count;
 unsafe fn gemm_group<const T: usize>(
     cols: usize,
     w: &[u8],
-    a: &[&[u8]],
-    sums: &[&[i32]],
+    acts: BatchRows<'_>,
     out: &mut [[f32; ROWS]],
     group_block: usize,
     block: impl Fn([*const u8; 1], [&BlockQ8_0; T], [i32; T]) -> [[__m256i; T]; 1],
@@ -154,7 +163,8 @@ unsafe fn gemm_group<const T: usize>(
         w.len() >= nb * group_block,
         "a whole group of {cols} columns"
     );
-    let ys: [&[BlockQ8_0]; T] = from_fn(|t| &blocks::<BlockQ8_0>(a[t])[..nb]);
+    let ys: [&[BlockQ8_0]; T] = from_fn(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[..nb]);
+    let sums: [&[i32]; T] = from_fn(|t| acts.sums(t));
     let mut acc = [_mm256_setzero_ps(); T];
     #[allow(clippy::needless_range_loop)] // block b of every token
     for b in 0..nb {
@@ -176,9 +186,39 @@ unsafe fn gemm_group<const T: usize>(
     }
 }
 
-/// Defines `gemv_$f` and `gemm_$f` over a legacy block function.
-macro_rules! legacy_kernels {
-    ($gemv:ident, $gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
+/// Defines a batch kernel `$gemm` over a legacy block function through [`gemm_group`].
+macro_rules! legacy_gemm {
+    ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+            token_tiles(acts, out, |a, o| {
+                by_token_count!(a.len(), $gemm_t(cols, w, a, o))
+            });
+        }
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn $gemm_t<const T: usize>(
+            cols: usize,
+            w: &[u8],
+            acts: BatchRows<'_>,
+            out: &mut [[f32; ROWS]],
+        ) {
+            // SAFETY: the block function reads one group block per group pointer.
+            unsafe {
+                gemm_group::<T>(cols, w, acts, out, $group_block, |p, y, s| {
+                    $block::<1, T>(p, y, s)
+                })
+            }
+        }
+    };
+}
+
+legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK);
+legacy_gemm!(gemm_q4_0, gemm_q4_0_t, q4_0_block, q4_0::GROUP_BLOCK);
+
+/// Defines `gemv_$f` over a legacy block function.
+macro_rules! legacy_gemv {
+    ($gemv:ident, $block:ident, $group_block:expr) => {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
             // SAFETY: the block functions read one group block per group pointer.
@@ -195,58 +235,223 @@ macro_rules! legacy_kernels {
                 )
             }
         }
+    };
+}
 
-        #[target_feature(enable = "avx2,fma,f16c")]
-        pub(super) fn $gemm(
-            cols: usize,
-            w: &[u8],
-            a: &[&[u8]],
-            sums: &[&[i32]],
-            out: &mut [[f32; ROWS]],
-        ) {
-            check_batch(a, sums, out);
-            by_token_count!(a.len(), $gemm_t(cols, w, a, sums, out));
+legacy_gemv!(gemv_q8_0, q8_0_block, q8_0::GROUP_BLOCK);
+legacy_gemv!(gemv_q4_0, q4_0_block, q4_0::GROUP_BLOCK);
+legacy_gemv!(gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
+
+/// Group blocks a batch kernel takes apart at a time (9 KB of [`Decoded`], which stays in
+/// L1 while every token passes over it).
+const DECODE_BLOCKS: usize = 32;
+
+/// One legacy group block taken apart for the batch kernels: vector `j` holds elements
+/// `4j..4j + 4` of the eight rows (as `u8` with an offset for Q4_0 / Q5_0, as the `i8`
+/// quants for Q8_0), `d` the rows' scales as f32. Decoding once per group, instead of once
+/// per tile of tokens, takes the nibble and bit shuffling out of the per-token work.
+#[derive(Clone, Copy)]
+struct Decoded {
+    q: [__m256i; 8],
+    d: __m256,
+}
+
+/// A batch kernel over a legacy layout: decodes the group [`DECODE_BLOCKS`] blocks at a
+/// time and runs every tile of up to [`GEMM_TOKENS`] tokens over them, the tile's float
+/// sums carried in `out` from one run of blocks to the next (exact: f32 stores).
+///
+/// # Safety
+/// `decode` must only read the `group_block` bytes at its pointer.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn gemm_decoded(
+    cols: usize,
+    w: &[u8],
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
+    group_block: usize,
+    decode: impl Fn(*const u8) -> Decoded,
+    tile: impl Fn(&[Decoded], usize, BatchRows<'_>, &mut [[f32; ROWS]]),
+) {
+    let nb = cols / QK;
+    assert!(
+        w.len() >= nb * group_block,
+        "a whole group of {cols} columns"
+    );
+    out.fill([0.0; ROWS]);
+    let zero = Decoded {
+        q: [_mm256_setzero_si256(); 8],
+        d: _mm256_setzero_ps(),
+    };
+    let mut dec = [zero; DECODE_BLOCKS];
+    for b0 in (0..nb).step_by(DECODE_BLOCKS) {
+        let m = DECODE_BLOCKS.min(nb - b0);
+        for (i, d) in dec[..m].iter_mut().enumerate() {
+            // SAFETY: block b0 + i < nb of the group (checked above).
+            *d = decode(unsafe { w.as_ptr().add((b0 + i) * group_block) });
         }
+        token_tiles(acts, out, |a, o| tile(&dec[..m], b0, a, o));
+    }
+}
 
-        #[target_feature(enable = "avx2,fma,f16c")]
-        fn $gemm_t<const T: usize>(
-            cols: usize,
-            w: &[u8],
-            a: &[&[u8]],
-            sums: &[&[i32]],
-            out: &mut [[f32; ROWS]],
-        ) {
-            // SAFETY: the block function reads one group block per group pointer.
-            unsafe {
-                gemm_group::<T>(cols, w, a, sums, out, $group_block, |p, y, s| {
-                    $block::<1, T>(p, y, s)
-                })
+/// Tokens a tile's integer loop runs together: each weight vector is loaded from the decoded
+/// block once per pair, which keeps the pair's i16 and i32 sums and the tile's float sums in
+/// registers (four tokens at once spill).
+const PAIR: usize = 2;
+
+/// `T` tokens over decoded blocks `b0..b0 + dec.len()`: for every block and pair of tokens,
+/// `isums` gives the integer sums (from the block, the tokens' activation blocks and block
+/// sums), and each token's float sum, carried in `out`, takes `isum · (dx · dy)`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn decoded_tile<const T: usize>(
+    dec: &[Decoded],
+    b0: usize,
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
+    isums: impl Fn(&Decoded, [&BlockQ8_0; PAIR], [i32; PAIR]) -> [__m256i; PAIR],
+) {
+    const NO_SUMS: [i32; DECODE_BLOCKS] = [0; DECODE_BLOCKS];
+    let m = dec.len();
+    let ys: [&[BlockQ8_0]; T] = from_fn(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[b0..b0 + m]);
+    let dys: [&[f32]; T] = from_fn(|t| &acts.scales(t)[b0..b0 + m]);
+    let sums: [&[i32]; T] = from_fn(|t| match acts.sums(t) {
+        [] => &NO_SUMS[..m],
+        s => &s[b0..b0 + m],
+    });
+    // SAFETY: `out[t]` is 8 floats.
+    let mut acc: [__m256; T] = from_fn(|t| unsafe { _mm256_loadu_ps(out[t].as_ptr()) });
+    for (i, blk) in dec.iter().enumerate() {
+        for t0 in (0..T).step_by(PAIR) {
+            let p = PAIR.min(T - t0);
+            let y: [&BlockQ8_0; PAIR] = from_fn(|k| &ys[(t0 + k).min(T - 1)][i]);
+            let s: [i32; PAIR] = from_fn(|k| sums[(t0 + k).min(T - 1)][i]);
+            // an odd last token runs twice, its copy dropped
+            let isum = isums(blk, y, s);
+            for k in 0..p {
+                let dy = _mm256_set1_ps(dys[t0 + k][i]);
+                acc[t0 + k] = accumulate(acc[t0 + k], isum[k], blk.d, dy);
             }
+        }
+    }
+    for (o, acc) in out.iter_mut().zip(acc) {
+        // SAFETY: `o` is 8 floats.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+    }
+}
+
+/// The integer sums of a decoded Q4_0 / Q5_0 block against up to [`PAIR`] tokens: unsigned
+/// quants × y summed in i16 over `SPLIT` vectors at a time (`SPLIT · 2 · max_q · 127 <
+/// 2^15`), minus `off · Σy`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn unsigned_isums<const SPLIT: usize>(
+    blk: &Decoded,
+    ys: [&BlockQ8_0; PAIR],
+    sums: [i32; PAIR],
+    off: i32,
+) -> [__m256i; PAIR] {
+    let ones = _mm256_set1_epi16(1);
+    let mut isum = sums.map(|s| _mm256_set1_epi32(-off * s));
+    for h in 0..8 / SPLIT {
+        let mut s16 = [_mm256_setzero_si256(); PAIR];
+        for j in h * SPLIT..(h + 1) * SPLIT {
+            for (s16, y) in s16.iter_mut().zip(ys) {
+                // SAFETY: activation bytes 4j..4j + 4 of the block's 32.
+                let y = unsafe { bcast4(y.qs.as_ptr().add(4 * j)) };
+                *s16 = _mm256_add_epi16(*s16, _mm256_maddubs_epi16(blk.q[j], y));
+            }
+        }
+        for (isum, &s16) in isum.iter_mut().zip(&s16) {
+            *isum = _mm256_add_epi32(*isum, _mm256_madd_epi16(s16, ones));
+        }
+    }
+    isum
+}
+
+/// `T` tokens over decoded Q4_0 / Q5_0 blocks (see [`unsigned_isums`]).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn unsigned_tile<const T: usize, const SPLIT: usize>(
+    dec: &[Decoded],
+    b0: usize,
+    acts: BatchRows<'_>,
+    off: i32,
+    out: &mut [[f32; ROWS]],
+) {
+    decoded_tile::<T>(dec, b0, acts, out, |blk, y, s| {
+        unsigned_isums::<SPLIT>(blk, y, s, off)
+    })
+}
+
+/// # Safety
+/// `p` must point at a Q5_0 × 8 group block (176 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q5_0_decode(p: *const u8) -> Decoded {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let sixteen = _mm256_set1_epi8(0x10);
+    // SAFETY: the table is 32 bytes.
+    let spread = unsafe { ld256(Q5_SPREAD.as_ptr()) };
+    let lo_bit = _mm256_set1_epi32(0x0804_0201);
+    let hi_bit = _mm256_set1_epi32(0x8040_2010_u32 as i32);
+    let fifth = |bits: __m256i, probe: __m256i| {
+        _mm256_and_si256(
+            _mm256_cmpeq_epi8(_mm256_and_si256(bits, probe), probe),
+            sixteen,
+        )
+    };
+    let mut q = [_mm256_setzero_si256(); 8];
+    for c in 0..4 {
+        // SAFETY: chunk c's 8 bit bytes and 32 quant bytes (the caller's contract).
+        let (h8, x) = unsafe {
+            (
+                p.add(16 + 8 * c).cast::<i64>().read_unaligned(),
+                ld256(p.add(48 + 32 * c)),
+            )
+        };
+        let bits = _mm256_shuffle_epi8(_mm256_set1_epi64x(h8), spread);
+        q[c] = _mm256_or_si256(_mm256_and_si256(x, low4), fifth(bits, lo_bit));
+        q[4 + c] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(x, 4), low4),
+            fifth(bits, hi_bit),
+        );
+    }
+    // SAFETY: the block's scales.
+    Decoded {
+        q,
+        d: unsafe { scales8(p) },
+    }
+}
+
+/// Calls `$tile::<T, ...>(args)` with `T` the tile's token count (1 ..= 4).
+macro_rules! tile_by_count {
+    ($n:expr, $tile:ident::<T $(, $c:tt)*>($($arg:expr),*)) => {
+        match $n {
+            0 => {}
+            1 => $tile::<1 $(, $c)*>($($arg),*),
+            2 => $tile::<2 $(, $c)*>($($arg),*),
+            3 => $tile::<3 $(, $c)*>($($arg),*),
+            _ => $tile::<4 $(, $c)*>($($arg),*),
         }
     };
 }
 
-legacy_kernels!(
-    gemv_q8_0,
-    gemm_q8_0,
-    gemm_q8_0_t,
-    q8_0_block,
-    q8_0::GROUP_BLOCK
-);
-legacy_kernels!(
-    gemv_q4_0,
-    gemm_q4_0,
-    gemm_q4_0_t,
-    q4_0_block,
-    q4_0::GROUP_BLOCK
-);
-legacy_kernels!(
-    gemv_q5_0,
-    gemm_q5_0,
-    gemm_q5_0_t,
-    q5_0_block,
-    q5_0::GROUP_BLOCK
-);
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn gemm_q5_0(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+    // SAFETY: the decoder reads one group block; 5-bit values: 4 · 2 · 31 · 127 < 2^15.
+    unsafe {
+        gemm_decoded(
+            cols,
+            w,
+            acts,
+            out,
+            q5_0::GROUP_BLOCK,
+            |p| q5_0_decode(p),
+            |d, b0, a, o| tile_by_count!(a.len(), unsigned_tile::<T, 4>(d, b0, a, 16, o)),
+        )
+    }
+}
 
 /// Activation bytes `4c..4c + 4` and `16 + 4c..20 + 4c` (the elements of nibble chunk `c`),
 /// each broadcast.

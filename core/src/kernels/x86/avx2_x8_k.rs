@@ -6,8 +6,8 @@ use core::arch::x86_64::*;
 use core::array::from_fn;
 
 use super::avx2::{ld128, ld256};
-use super::avx2_x8::{bcast4, by_token_count, check_batch, scales8};
-use crate::quant::interleaved::{q4_k, q6_k, ROWS};
+use super::avx2_x8::{bcast4, by_token_count, scales8, token_tiles};
+use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
 
@@ -63,23 +63,27 @@ macro_rules! kquant_kernels {
         }
 
         #[target_feature(enable = "avx2,fma,f16c")]
-        pub(super) fn $gemm(
-            cols: usize,
-            w: &[u8],
-            a: &[&[u8]],
-            sums: &[&[i32]],
-            out: &mut [[f32; ROWS]],
-        ) {
-            check_batch(a, sums, out);
-            by_token_count!(a.len(), $gemm_t(cols, w, a, out));
+        pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+            token_tiles(acts, out, |a, o| {
+                by_token_count!(a.len(), $gemm_t(cols, w, a, o))
+            });
         }
 
         #[target_feature(enable = "avx2,fma,f16c")]
-        fn $gemm_t<const T: usize>(cols: usize, w: &[u8], a: &[&[u8]], out: &mut [[f32; ROWS]]) {
+        fn $gemm_t<const T: usize>(
+            cols: usize,
+            w: &[u8],
+            acts: BatchRows<'_>,
+            out: &mut [[f32; ROWS]],
+        ) {
             // SAFETY: as in the matrix × vector kernel.
-            let acc = super_blocks(cols, w, from_fn(|t| a[t]), $group_block, |p, y| unsafe {
-                $block::<T>(p, y)
-            });
+            let acc = super_blocks(
+                cols,
+                w,
+                from_fn(|t| acts.bytes(t)),
+                $group_block,
+                |p, y| unsafe { $block::<T>(p, y) },
+            );
             for (o, acc) in out.iter_mut().zip(acc) {
                 // SAFETY: `o` is 8 floats.
                 unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };

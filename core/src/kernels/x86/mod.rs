@@ -55,12 +55,11 @@ macro_rules! safe_gemms {
             pub(super) fn $name(
                 n: usize,
                 w: &[u8],
-                a: &[&[u8]],
-                s: &[&[i32]],
+                acts: crate::quant::interleaved::BatchRows<'_>,
                 out: &mut [[f32; crate::quant::interleaved::ROWS]],
             ) {
                 // SAFETY: installed only by the `fill_*` of their ISA (see `safe_dots`).
-                unsafe { $module::$name(n, w, a, s, out) }
+                unsafe { $module::$name(n, w, acts, out) }
             }
         )*
     };

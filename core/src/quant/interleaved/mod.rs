@@ -46,15 +46,95 @@ pub const ROWS: usize = 8;
 /// integer sums ([`block_sums`]; unused by formats that do not need them).
 pub type GemvX8Fn = fn(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]);
 
-/// Tokens one [`GemmX8Fn`] call takes at most.
+/// Tokens a batch kernel multiplies with one group's weights at a time (its register tile).
 pub const GEMM_TOKENS: usize = 4;
 
-/// `out[t][r] = row r of the group w · a[t]` for ONE group `w` (`cols` columns) and
-/// `a.len() <= GEMM_TOKENS` tokens, with `sums[t]` the block sums of `a[t]` as for
-/// [`GemvX8Fn`] (`sums.len() == out.len() == a.len()`). Unpacks each weight block once for
-/// all the tokens; per token the result is the [`GemvX8Fn`]'s, bit for bit.
-pub type GemmX8Fn =
-    fn(cols: usize, w: &[u8], a: &[&[u8]], sums: &[&[i32]], out: &mut [[f32; ROWS]]);
+/// `out[t][r] = row r of the group w · acts[t]` for ONE group `w` (`cols` columns) and every
+/// token of `acts` (`out.len() == acts.len()`). The kernel takes the group's weights apart
+/// once and runs all the tokens over them, [`GEMM_TOKENS`] at a time; per token the result
+/// is the [`GemvX8Fn`]'s, bit for bit.
+pub type GemmX8Fn = fn(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]);
+
+/// The quantized activations of a batch of tokens as the batch kernels read them: token
+/// `t`'s row of bytes in the dot product's format and, for Q8_0 rows, each block's integer
+/// sum ([`block_sums`]) and scale as f32 (converted once per token instead of once per
+/// weight group).
+#[derive(Debug, Clone, Copy)]
+pub struct BatchRows<'a> {
+    n: usize,
+    bytes: &'a [u8],
+    sums: &'a [i32],
+    scales: &'a [f32],
+    /// Per row: bytes, sums and scales.
+    row_len: (usize, usize, usize),
+}
+
+impl<'a> BatchRows<'a> {
+    /// `n` rows: `bytes`, `sums` and `scales` each hold `n` equal rows back to back (`sums`
+    /// and `scales` may be empty when the format needs neither).
+    pub fn new(n: usize, bytes: &'a [u8], sums: &'a [i32], scales: &'a [f32]) -> Self {
+        assert!(
+            n > 0
+                && bytes.len().is_multiple_of(n)
+                && sums.len().is_multiple_of(n)
+                && scales.len().is_multiple_of(n),
+            "a batch is n whole rows"
+        );
+        BatchRows {
+            n,
+            bytes,
+            sums,
+            scales,
+            row_len: (bytes.len() / n, sums.len() / n, scales.len() / n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Token `t`'s quantized bytes.
+    #[inline]
+    pub fn bytes(&self, t: usize) -> &'a [u8] {
+        let len = self.row_len.0;
+        &self.bytes[t * len..(t + 1) * len]
+    }
+
+    /// Token `t`'s block sums (empty when not stored).
+    #[inline]
+    pub fn sums(&self, t: usize) -> &'a [i32] {
+        let len = self.row_len.1;
+        &self.sums[t * len..(t + 1) * len]
+    }
+
+    /// Token `t`'s block scales (empty when not stored).
+    #[inline]
+    pub fn scales(&self, t: usize) -> &'a [f32] {
+        let len = self.row_len.2;
+        &self.scales[t * len..(t + 1) * len]
+    }
+
+    /// Tokens `[start, end)` (`start < end <= len()`).
+    #[inline]
+    pub fn slice(&self, start: usize, end: usize) -> BatchRows<'a> {
+        assert!(
+            start < end && end <= self.n,
+            "a non-empty range of the batch"
+        );
+        let (b, s, c) = self.row_len;
+        BatchRows {
+            n: end - start,
+            bytes: &self.bytes[start * b..end * b],
+            sums: &self.sums[start * s..end * s],
+            scales: &self.scales[start * c..end * c],
+            row_len: self.row_len,
+        }
+    }
+}
 
 /// How a matrix's bytes are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +222,14 @@ pub fn unpack_row(ty: GgmlType, cols: usize, src: &[u8], r: usize, out: &mut [u8
 pub fn block_sums(a: &[u8], out: &mut [i32]) {
     for (s, b) in out.iter_mut().zip(blocks::<BlockQ8_0>(a)) {
         *s = b.qs.iter().map(|&q| q as i32).sum();
+    }
+}
+
+/// Each Q8_0 block's f16 scale as f32 (exact), for [`BatchRows`]. Writes `blocks(a).len()`
+/// values to the front of `out`.
+pub fn block_scales(a: &[u8], out: &mut [f32]) {
+    for (s, b) in out.iter_mut().zip(blocks::<BlockQ8_0>(a)) {
+        *s = half::f16::from_le_bytes(b.d).to_f32();
     }
 }
 
