@@ -225,22 +225,25 @@ pub(super) fn attend_token(
         .zip(out.chunks_exact_mut(dv))
         .enumerate()
     {
-        let (scale, cap) = (c.attn_scale, c.attn_softcap);
-        let shape = c.attn_shape();
-        attend_head(
-            k,
-            out,
-            q,
-            kv,
-            shape,
-            h,
-            window.clone(),
-            scale,
-            cap,
-            kernel,
-            scratch,
-        );
+        head(k, c, kv, h, q, out, window.clone(), kernel, scratch);
     }
+}
+
+/// Head `h` of a token's attention with the model's scale and softcap.
+#[allow(clippy::too_many_arguments)]
+fn head(
+    k: &Kernels,
+    c: &Config,
+    kv: KvLayer<'_>,
+    h: usize,
+    q: &mut [f32],
+    out: &mut [f32],
+    window: Range<usize>,
+    kernel: AttnKernel,
+    scratch: &mut AttnScratch,
+) {
+    let (scale, cap, shape) = (c.attn_scale, c.attn_softcap, c.attn_shape());
+    attend_head(k, out, q, kv, shape, h, window, scale, cap, kernel, scratch);
 }
 
 /// A decode step's attention (`st.q` into `st.attn`): at long contexts the heads are
@@ -286,22 +289,9 @@ fn attend_heads(
         // SAFETY: worker i owns scratch i and the rows of heads i, i + workers, ...
         let s = unsafe { &mut scratch.piece(i, 1)[0] };
         for h in (i..c.n_head).step_by(workers) {
+            // SAFETY: head h is one of this worker's (above).
             let (q, out) = unsafe { (qs.piece(h * dk, dk), outs.piece(h * dv, dv)) };
-            let (scale, cap) = (c.attn_scale, c.attn_softcap);
-            let shape = c.attn_shape();
-            attend_head(
-                k,
-                out,
-                q,
-                kv,
-                shape,
-                h,
-                window.clone(),
-                scale,
-                cap,
-                kernel,
-                s,
-            );
+            head(k, c, kv, h, q, out, window.clone(), kernel, s);
         }
     });
 }
