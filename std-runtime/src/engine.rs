@@ -11,7 +11,7 @@ use superinfer_core::model::{Config, Weights};
 use superinfer_core::parallel::Parallel;
 use superinfer_core::tokenizer::Tokenizer;
 
-use crate::load::MappedFile;
+use crate::load::{MappedFile, WeightArena};
 use crate::pool::ThreadPool;
 use crate::session::{Session, SessionOptions};
 use crate::{cpu, Error};
@@ -28,13 +28,15 @@ pub struct EngineOptions {
 }
 
 pub struct Engine {
-    // Field order matters: `weights` borrows from `map` and must be dropped first.
+    // Field order matters: `weights` borrows from `_arena` and `_map` and must be dropped
+    // first.
     weights: Weights<'static>,
     tokenizer: Tokenizer,
     kernels: Kernels,
     pool: ThreadPool,
     load_time: Duration,
     file_size: usize,
+    _arena: Option<WeightArena>,
     _map: Arc<MappedFile>,
 }
 
@@ -59,10 +61,22 @@ impl Engine {
         let mut weights = Weights::from_gguf(&file, &kernels).map_err(|e| Error::model(path, e))?;
         let no_repack = opts.no_repack
             || std::env::var("SUPERINFER_NO_REPACK").is_ok_and(|v| !v.is_empty() && v != "0");
+        let mut arena = None;
         if !no_repack {
-            let repacked = weights
-                .interleave(&kernels)
-                .map_err(|e| Error::model(path, e))?;
+            let repacked = match WeightArena::new(weights.interleaved_size(&kernels)) {
+                Ok(a) => {
+                    let a = arena.insert(a);
+                    // SAFETY: the arena is owned by `self._arena`, its mapping never moves and
+                    // is written only here; `weights` borrows it and is dropped first (field
+                    // order), like the file mapping above.
+                    let bytes: &'static mut [u8] =
+                        unsafe { std::mem::transmute::<&mut [u8], &'static mut [u8]>(a.bytes_mut()) };
+                    weights.interleave_into(&kernels, bytes)
+                }
+                // no anonymous mapping (e.g. a zero-sized one): the heap will do
+                Err(_) => weights.interleave(&kernels),
+            }
+            .map_err(|e| Error::model(path, e))?;
             // the file's copy of the repacked bytes is not read again: let the kernel drop
             // those pages from our resident set (they stay in the page cache)
             if repacked > 0 {
@@ -84,6 +98,7 @@ impl Engine {
             pool: ThreadPool::new(threads),
             load_time: start.elapsed(),
             file_size: bytes.len(),
+            _arena: arena,
             _map: map,
         })
     }

@@ -12,6 +12,9 @@ use crate::kernels::Kernels;
 use crate::ops::QMatrix;
 use crate::quant::{self, GgmlType};
 
+/// Alignment of each matrix in [`Weights::interleave_into`]'s arena (a cache line).
+pub const ARENA_ALIGN: usize = 64;
+
 /// One decoder block.
 pub struct Layer<'a> {
     pub attn_norm: Cow<'a, [f32]>,
@@ -109,20 +112,10 @@ impl<'a> Weights<'a> {
         })
     }
 
-    /// Repacks every matrix the forward pass multiplies with (the LM head too, but not the
-    /// embedding table, which is only looked up) to the interleaved layout where `k` has a
-    /// kernel for it. Returns the bytes repacked.
-    pub fn interleave(&mut self, k: &Kernels) -> Result<usize> {
-        let mut bytes = 0;
-        let mut one = |m: &mut QMatrix<'a>| -> Result<()> {
-            if m.interleave(k)? {
-                bytes += m.data.len();
-            }
-            Ok(())
-        };
-        one(&mut self.output)?;
-        for l in &mut self.layers {
-            for m in [
+    /// Every matrix the forward pass multiplies with: the LM head, then each layer's.
+    fn matrices_mut(&mut self) -> impl Iterator<Item = &mut QMatrix<'a>> {
+        core::iter::once(&mut self.output).chain(self.layers.iter_mut().flat_map(|l| {
+            [
                 &mut l.wq,
                 &mut l.wk,
                 &mut l.wv,
@@ -130,22 +123,68 @@ impl<'a> Weights<'a> {
                 &mut l.gate,
                 &mut l.up,
                 &mut l.down,
-            ] {
-                one(m)?;
+            ]
+        }))
+    }
+
+    fn matrices(&self) -> impl Iterator<Item = &QMatrix<'a>> {
+        core::iter::once(&self.output).chain(
+            self.layers
+                .iter()
+                .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]),
+        )
+    }
+
+    /// Repacks every matrix the forward pass multiplies with (the LM head too, but not the
+    /// embedding table, which is only looked up) to the interleaved layout where `k` has a
+    /// kernel for it. Returns the bytes repacked.
+    pub fn interleave(&mut self, k: &Kernels) -> Result<usize> {
+        let mut bytes = 0;
+        for m in self.matrices_mut() {
+            if m.interleave(k)? {
+                bytes += m.data.len();
             }
+        }
+        Ok(bytes)
+    }
+
+    /// The arena [`Self::interleave_into`] needs: every matrix it repacks, each starting on
+    /// a cache line ([`ARENA_ALIGN`]).
+    pub fn interleaved_size(&self, k: &Kernels) -> usize {
+        self.matrices()
+            .filter(|m| m.can_interleave(k))
+            .map(|m| m.data.len().next_multiple_of(ARENA_ALIGN))
+            .sum()
+    }
+
+    /// [`Self::interleave`] into one arena of [`Self::interleaved_size`] bytes that the
+    /// caller allocated (the std frontend: an anonymous mapping backed by huge pages, which
+    /// spares the TLB misses of streaming the weights through 4 KiB pages every token).
+    pub fn interleave_into(&mut self, k: &Kernels, arena: &'a mut [u8]) -> Result<usize> {
+        let mut rest = arena;
+        let mut bytes = 0;
+        for m in self.matrices_mut() {
+            if !m.can_interleave(k) {
+                continue;
+            }
+            let n = m.data.len();
+            let step = n.next_multiple_of(ARENA_ALIGN).min(rest.len());
+            if n > rest.len() {
+                return Err(Error::InvalidArgument(
+                    "the interleaving arena is smaller than interleaved_size()".to_string(),
+                ));
+            }
+            let (dst, tail) = core::mem::take(&mut rest).split_at_mut(step);
+            m.interleave_into(k, &mut dst[..n])?;
+            rest = tail;
+            bytes += n;
         }
         Ok(bytes)
     }
 
     /// Total bytes of all weight matrices read per generated token (embedding row excluded).
     pub fn bytes_per_token(&self) -> usize {
-        let mut n = self.output.data.len();
-        for l in &self.layers {
-            for m in [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down] {
-                n += m.data.len();
-            }
-        }
-        n
+        self.matrices().map(|m| m.data.len()).sum()
     }
 }
 

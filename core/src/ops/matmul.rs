@@ -55,16 +55,33 @@ impl<'a> QMatrix<'a> {
     /// (and the rows come in whole groups); otherwise leaves it as it is. Returns whether it
     /// repacked.
     pub fn interleave(&mut self, k: &Kernels) -> Result<bool> {
-        if self.layout != Layout::Rows
-            || k.gemv_x8(self.ty).is_none()
-            || !self.rows.is_multiple_of(interleaved::ROWS)
-        {
+        if !self.can_interleave(k) {
             return Ok(false);
         }
         let packed = interleaved::repack(self.ty, self.rows, self.cols, &self.data)?;
         self.data = Cow::Owned(packed);
         self.layout = Layout::X8;
         Ok(true)
+    }
+
+    /// [`Self::interleave`] into `dst` (exactly [`Self::data`]'s length) instead of a new
+    /// allocation, so that a frontend can place the weights where it wants (huge pages).
+    pub fn interleave_into(&mut self, k: &Kernels, dst: &'a mut [u8]) -> Result<bool> {
+        if !self.can_interleave(k) {
+            return Ok(false);
+        }
+        interleaved::repack_into(self.ty, self.rows, self.cols, &self.data, dst)?;
+        self.data = Cow::Borrowed(dst);
+        self.layout = Layout::X8;
+        Ok(true)
+    }
+
+    /// Whether [`Self::interleave`] repacks this matrix with kernels `k`: still in the row
+    /// layout, a kernel for the interleaved one, and whole groups of rows.
+    pub fn can_interleave(&self, k: &Kernels) -> bool {
+        self.layout == Layout::Rows
+            && k.gemv_x8(self.ty).is_some()
+            && self.rows.is_multiple_of(interleaved::ROWS)
     }
 
     /// The activation format this matrix's dot product consumes.

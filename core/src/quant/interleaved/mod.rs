@@ -182,13 +182,26 @@ fn check(ty: GgmlType, rows: usize, cols: usize, len: usize) -> Result<(usize, G
 
 /// Row-major `rows × cols` blocks of `ty` to the interleaved layout (`rows % 8 == 0`).
 pub fn repack(ty: GgmlType, rows: usize, cols: usize, src: &[u8]) -> Result<Vec<u8>> {
-    let (row_bytes, repack_group, _) = check(ty, rows, cols, src.len())?;
     let mut dst = vec![0u8; src.len()];
+    repack_into(ty, rows, cols, src, &mut dst)?;
+    Ok(dst)
+}
+
+/// [`repack`] into `dst` (as long as `src`), memory the caller chose.
+pub fn repack_into(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let (row_bytes, repack_group, _) = check(ty, rows, cols, src.len())?;
+    if dst.len() != src.len() {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "repacking {} bytes into {}",
+            src.len(),
+            dst.len()
+        )));
+    }
     let group = ROWS * row_bytes;
     for (s, d) in src.chunks_exact(group).zip(dst.chunks_exact_mut(group)) {
         repack_group(s, d, row_bytes);
     }
-    Ok(dst)
+    Ok(())
 }
 
 /// The inverse of [`repack`].
