@@ -69,8 +69,9 @@ impl Engine {
                     // SAFETY: the arena is owned by `self._arena`, its mapping never moves and
                     // is written only here; `weights` borrows it and is dropped first (field
                     // order), like the file mapping above.
-                    let bytes: &'static mut [u8] =
-                        unsafe { std::mem::transmute::<&mut [u8], &'static mut [u8]>(a.bytes_mut()) };
+                    let bytes: &'static mut [u8] = unsafe {
+                        std::mem::transmute::<&mut [u8], &'static mut [u8]>(a.bytes_mut())
+                    };
                     weights.interleave_into(&kernels, bytes)
                 }
                 // no anonymous mapping (e.g. a zero-sized one): the heap will do

@@ -14,8 +14,9 @@ mod wasm32;
 mod x86;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
+use crate::ops::attention::flash::FlashFn;
 use crate::quant::interleaved::{GemmX8Fn, GemvX8Fn};
 use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn};
 
@@ -77,6 +78,8 @@ pub struct F16Ops {
     pub mad_f32_f16: fn(acc: &mut [f32], v: &[half::f16], s: f32),
     /// `x[i] = e^(x[i] - m)`, within a few ulp of `libm::expf` (the scalar version).
     pub exp_sub: fn(x: &mut [f32], m: f32),
+    /// `dst[i] = f32(src[i])` (exact).
+    pub to_f32: fn(src: &[half::f16], dst: &mut [f32]),
 }
 
 /// Function pointers for one ISA.
@@ -89,6 +92,7 @@ pub struct Kernels {
     gemm_x8: [Option<GemmX8Fn>; N_TYPES],
     f16: F16Ops,
     swiglu: fn(gate: &mut [f32], up: &[f32]),
+    flash: FlashFn,
 }
 
 impl Kernels {
@@ -102,6 +106,7 @@ impl Kernels {
             gemm_x8: [None; N_TYPES],
             f16: generic::f16::OPS,
             swiglu: crate::ops::activation::swiglu,
+            flash: crate::ops::attention::flash::tile,
         };
         generic::fill(&mut k);
         k
@@ -158,6 +163,15 @@ impl Kernels {
 
     pub fn set_swiglu(&mut self, f: fn(&mut [f32], &[f32])) {
         self.swiglu = f;
+    }
+
+    /// One tile of prompt attention (`ops::attention::flash`).
+    pub fn flash(&self) -> FlashFn {
+        self.flash
+    }
+
+    pub fn set_flash(&mut self, f: FlashFn) {
+        self.flash = f;
     }
 
     pub fn set_vec_dot(&mut self, ty: GgmlType, f: VecDotFn) {

@@ -195,7 +195,7 @@ pub(super) fn unrotate_output(kv: &KvCache, out: &mut [f32]) {
 
 /// The positions the token at `pos` sees in layer `il`: a sliding-window layer the last
 /// `sliding_window` (llama.cpp: masked when pos - p >= n_swa), the others all.
-fn attn_window(c: &Config, il: usize, pos: usize) -> Range<usize> {
+pub(super) fn attn_window(c: &Config, il: usize, pos: usize) -> Range<usize> {
     let start = if c.swa_layers[il] && c.sliding_window > 0 {
         (pos + 1).saturating_sub(c.sliding_window)
     } else {

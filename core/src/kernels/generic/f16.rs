@@ -10,7 +10,13 @@ pub const OPS: F16Ops = F16Ops {
     scale_f16,
     mad_f32_f16,
     exp_sub,
+    to_f32,
 };
+
+/// `dst[i] = f32(src[i])`.
+pub fn to_f32(src: &[f16], dst: &mut [f32]) {
+    dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
+}
 
 /// `x[i] = e^(x[i] - m)`.
 pub fn exp_sub(x: &mut [f32], m: f32) {

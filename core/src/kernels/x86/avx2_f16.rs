@@ -143,3 +143,15 @@ pub(super) fn mad_f32_f16(acc: &mut [f32], v: &[f16], s: f32) {
     }
     scalar::mad_f32_f16(&mut acc[i..n], &v[i..n], s);
 }
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn to_f32(src: &[f16], dst: &mut [f32]) {
+    let n = src.len().min(dst.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: i + 8 <= n elements of both rows.
+        unsafe { _mm256_storeu_ps(dst.as_mut_ptr().add(i), ld8(src.as_ptr().add(i))) };
+        i += 8;
+    }
+    scalar::to_f32(&src[i..n], &mut dst[i..n]);
+}

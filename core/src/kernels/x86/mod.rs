@@ -11,7 +11,8 @@ mod avx2_x8;
 mod avx2_x8_k;
 mod avx512;
 
-use super::{CpuFeatures, Kernels};
+use super::{CpuFeatures, F16Ops, Kernels};
+use crate::ops::attention::flash;
 use crate::quant::GgmlType;
 
 /// Wraps `unsafe fn(usize, &[u8], &[u8]) -> f32` kernels in safe `fn`s of the same name.
@@ -99,6 +100,17 @@ mod avx2_f16_safe {
         // SAFETY: as above.
         unsafe { avx2_f16::mad_f32_f16(acc, v, s) }
     }
+    pub(super) fn to_f32(src: &[f16], dst: &mut [f32]) {
+        // SAFETY: as above.
+        unsafe { avx2_f16::to_f32(src, dst) }
+    }
+}
+
+/// The flash-attention tile compiled for AVX2 + FMA (the portable body, vectorised by the
+/// compiler; no FMA contraction, so bit-identical to the scalar instance).
+#[target_feature(enable = "avx2,fma,f16c")]
+fn flash_avx2(ops: &F16Ops, t: &flash::Tile<'_>, s: &mut flash::FlashScratch) {
+    flash::tile_body(ops, t, s)
 }
 
 /// # Safety
@@ -113,6 +125,11 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
             // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
             unsafe { avx2_math::exp_sub(x, m) }
         },
+        to_f32: avx2_f16_safe::to_f32,
+    });
+    k.set_flash(|ops, t, s| {
+        // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
+        unsafe { flash_avx2(ops, t, s) }
     });
     k.set_swiglu(|g, u| {
         // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.

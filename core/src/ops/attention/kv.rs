@@ -102,14 +102,14 @@ impl KvView<'_> {
 /// Where one head's slice of cached rows sits: value offset `t·row + at` of position `t`,
 /// `dim` long.
 #[derive(Clone, Copy)]
-pub(super) struct HeadRows {
+pub struct HeadRows {
     pub row: usize,
     pub at: usize,
     pub dim: usize,
 }
 
 impl HeadRows {
-    fn start(&self, t: usize) -> usize {
+    pub(crate) fn start(&self, t: usize) -> usize {
         t * self.row + self.at
     }
 }

@@ -2,10 +2,11 @@
 //! heads reading their shared K/V rows in place (no copies per head), and no score matrix:
 //! one row of scores per query.
 
+pub mod flash;
 mod kv;
 pub mod rotation;
 
-pub use kv::{KvType, KvView};
+pub use kv::{HeadRows, KvType, KvView};
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -59,6 +60,8 @@ impl AttnKernel {
 
 /// Per-worker buffers of [`attend_head`], sized once for a context of `n_ctx` positions.
 pub struct AttnScratch {
+    /// The prompt (flash) kernel's buffers.
+    pub flash: flash::FlashScratch,
     scores: Vec<f32>,
     acc16: Vec<f16>,
     v32: Vec<f32>,
@@ -68,6 +71,7 @@ pub struct AttnScratch {
 impl AttnScratch {
     pub fn new(shape: AttnShape, n_ctx: usize) -> AttnScratch {
         AttnScratch {
+            flash: flash::FlashScratch::new(shape),
             scores: vec![0.0; n_ctx],
             acc16: vec![f16::ZERO; shape.head_dim_v],
             v32: vec![0.0; shape.head_dim_v],

@@ -150,3 +150,173 @@ fn cache_type_names_round_trip() {
     assert_eq!(KvType::default(), KvType::F16);
     assert_eq!(KvType::Q8_0.bytes(64), 68);
 }
+
+/// Softmax attention in f64 of query `q` over positions `window` of one KV head of the
+/// values a cache holds (`k64` / `v64`, rows of `k_row` / `v_row`).
+#[allow(clippy::too_many_arguments)]
+fn naive(
+    q: &[f32],
+    k64: &[f64],
+    v64: &[f64],
+    rows: (usize, usize),
+    at: (usize, usize),
+    dv: usize,
+    window: core::ops::Range<usize>,
+    scale: f32,
+    cap: Option<f32>,
+) -> Vec<f64> {
+    let sc: Vec<f64> = window
+        .clone()
+        .map(|t| {
+            let dot: f64 = q
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| x as f64 * k64[t * rows.0 + at.0 + i])
+                .sum::<f64>()
+                * scale as f64;
+            match cap {
+                Some(c) => c as f64 * libm::tanh(dot / c as f64),
+                None => dot,
+            }
+        })
+        .collect();
+    let m = sc.iter().cloned().fold(f64::MIN, f64::max);
+    let z: f64 = sc.iter().map(|x| libm::exp(x - m)).sum();
+    (0..dv)
+        .map(|d| {
+            window
+                .clone()
+                .zip(&sc)
+                .map(|(t, x)| libm::exp(x - m) / z * v64[t * rows.1 + at.1 + d])
+                .sum()
+        })
+        .collect()
+}
+
+/// The flash kernel on every ISA this host runs, against f64 attention over the values each
+/// cache type holds (the query is not quantized, so every type is accurate to f32
+/// rounding), for tiles of causal and sliding-window rows of grouped heads, and against the
+/// scalar instance (the same arithmetic but for the exponential).
+#[test]
+fn flash_tiles_match_naive_attention_on_every_isa() {
+    use crate::kernels::tests::table_or_skip;
+    use crate::kernels::Isa;
+    use flash::{FlashScratch, Tile};
+
+    let scalar = Kernels::scalar();
+    let tables: Vec<Kernels> = [Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Simd128]
+        .into_iter()
+        .filter_map(table_or_skip)
+        .collect();
+    // (heads, kv heads, dk, dv, softcap, sliding window)
+    let cases = [
+        (4, 2, 64, 32, Some(30.0f32), 0),
+        (7, 1, 64, 64, None, 0),
+        (2, 2, 32, 40, None, 9),
+        (4, 1, 256, 256, None, 20),
+    ];
+    for (ci, &(n_head, n_head_kv, dk, dv, cap, swa)) in cases.iter().enumerate() {
+        let shape = AttnShape {
+            n_head,
+            n_head_kv,
+            head_dim_k: dk,
+            head_dim_v: dv,
+        };
+        let group = n_head / n_head_kv;
+        let n_pos = 53; // not whole key blocks
+        let k_src: Vec<f32> = rand(n_pos * shape.k_row(), 11 + ci as u64)
+            .iter()
+            .map(|&x| x * 2.0)
+            .collect();
+        let v_src = rand(n_pos * shape.v_row(), 21 + ci as u64);
+        let q_src = rand(n_pos * n_head * dk, 31 + ci as u64);
+        let scale = 1.0 / libm::sqrtf(dk as f32);
+        for k_type in KvType::ALL {
+            for v_type in KvType::ALL {
+                if dv % v_type.block() != 0 {
+                    continue;
+                }
+                let (k, k64) = Stored::new(k_type, &k_src);
+                let (v, v64) = Stored::new(v_type, &v_src);
+                let mut reference: Vec<Vec<f32>> = Vec::new();
+                for kern in core::iter::once(&scalar).chain(&tables) {
+                    let mut s = FlashScratch::new(shape);
+                    let tokens = flash::tile_tokens(group);
+                    let mut outs = Vec::new();
+                    // the last tokens of the cache, one tile per KV head and run of tokens
+                    for t0 in (n_pos - 2 * tokens - 1..n_pos).step_by(tokens) {
+                        for g in 0..n_head_kv {
+                            let rows: Vec<(usize, usize)> = (t0..(t0 + tokens).min(n_pos))
+                                .flat_map(|t| (g * group..(g + 1) * group).map(move |h| (t, h)))
+                                .collect();
+                            for (r, &(t, h)) in rows.iter().enumerate() {
+                                let (q, w) = s.query(r);
+                                q.copy_from_slice(&q_src[(t * n_head + h) * dk..][..dk]);
+                                let start = if swa > 0 { (t + 1).saturating_sub(swa) } else { 0 };
+                                *w = start..t + 1;
+                            }
+                            let tile = Tile {
+                                keys: k.view(),
+                                k_head: HeadRows {
+                                    row: shape.k_row(),
+                                    at: g * dk,
+                                    dim: dk,
+                                },
+                                values: v.view(),
+                                v_head: HeadRows {
+                                    row: shape.v_row(),
+                                    at: g * dv,
+                                    dim: dv,
+                                },
+                                scale,
+                                softcap: cap,
+                                n_rows: rows.len(),
+                            };
+                            (kern.flash())(kern.f16_ops(), &tile, &mut s);
+                            for (r, &(t, h)) in rows.iter().enumerate() {
+                                let start = if swa > 0 { (t + 1).saturating_sub(swa) } else { 0 };
+                                let want = naive(
+                                    &q_src[(t * n_head + h) * dk..][..dk],
+                                    &k64,
+                                    &v64,
+                                    (shape.k_row(), shape.v_row()),
+                                    (g * dk, g * dv),
+                                    dv,
+                                    start..t + 1,
+                                    scale,
+                                    cap,
+                                );
+                                let got = s.output(r);
+                                for (d, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                                    assert!(
+                                        (g as f64 - w).abs() < 1e-5,
+                                        "{} case {ci} K {k_type} V {v_type} token {t} head {h} \
+                                         dim {d}: {g} vs {w}",
+                                        kern.isa().name()
+                                    );
+                                }
+                                outs.push(got.to_vec());
+                            }
+                        }
+                    }
+                    if reference.is_empty() {
+                        reference = outs;
+                    } else {
+                        // the same arithmetic but for the ISA's exponential (a few ulp)
+                        let worst = reference
+                            .iter()
+                            .flatten()
+                            .zip(outs.iter().flatten())
+                            .map(|(a, b)| (a - b).abs())
+                            .fold(0.0f32, f32::max);
+                        assert!(
+                            worst < 1e-6,
+                            "{} is {worst} from scalar (case {ci}, K {k_type} V {v_type})",
+                            kern.isa().name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

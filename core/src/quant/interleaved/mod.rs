@@ -188,7 +188,13 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, src: &[u8]) -> Result<Vec<
 }
 
 /// [`repack`] into `dst` (as long as `src`), memory the caller chose.
-pub fn repack_into(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
+pub fn repack_into(
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<()> {
     let (row_bytes, repack_group, _) = check(ty, rows, cols, src.len())?;
     if dst.len() != src.len() {
         return Err(Error::InvalidArgument(alloc::format!(
