@@ -209,7 +209,10 @@ pub fn tile_body(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
             if j < nk {
                 load_row(ops, t.values, t.v_head, kb + j, &mut v[..dv]);
             }
-            for (slab, x) in s.vb.chunks_exact_mut(KEYS * LANES).zip(v.chunks_exact(LANES)) {
+            for (slab, x) in
+                s.vb.chunks_exact_mut(KEYS * LANES)
+                    .zip(v.chunks_exact(LANES))
+            {
                 slab[j * LANES..(j + 1) * LANES].copy_from_slice(x);
             }
         }

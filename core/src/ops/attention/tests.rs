@@ -252,7 +252,11 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                             for (r, &(t, h)) in rows.iter().enumerate() {
                                 let (q, w) = s.query(r);
                                 q.copy_from_slice(&q_src[(t * n_head + h) * dk..][..dk]);
-                                let start = if swa > 0 { (t + 1).saturating_sub(swa) } else { 0 };
+                                let start = if swa > 0 {
+                                    (t + 1).saturating_sub(swa)
+                                } else {
+                                    0
+                                };
                                 *w = start..t + 1;
                             }
                             let tile = Tile {
@@ -274,7 +278,11 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                             };
                             (kern.flash())(kern.f16_ops(), &tile, &mut s);
                             for (r, &(t, h)) in rows.iter().enumerate() {
-                                let start = if swa > 0 { (t + 1).saturating_sub(swa) } else { 0 };
+                                let start = if swa > 0 {
+                                    (t + 1).saturating_sub(swa)
+                                } else {
+                                    0
+                                };
                                 let want = naive(
                                     &q_src[(t * n_head + h) * dk..][..dk],
                                     &k64,
