@@ -92,6 +92,7 @@ pub struct Kernels {
     gemm_x8: [Option<GemmX8Fn>; N_TYPES],
     f16: F16Ops,
     swiglu: fn(gate: &mut [f32], up: &[f32]),
+    geglu: fn(gate: &mut [f32], up: &[f32]),
     flash: FlashFn,
 }
 
@@ -106,6 +107,7 @@ impl Kernels {
             gemm_x8: [None; N_TYPES],
             f16: generic::f16::OPS,
             swiglu: crate::ops::activation::swiglu,
+            geglu: crate::ops::activation::geglu,
             flash: crate::ops::attention::flash::tile,
         };
         generic::fill(&mut k);
@@ -163,6 +165,15 @@ impl Kernels {
 
     pub fn set_swiglu(&mut self, f: fn(&mut [f32], &[f32])) {
         self.swiglu = f;
+    }
+
+    /// `gate[i] = gelu(gate[i]) · up[i]` (ggml's f16 GELU table).
+    pub fn geglu(&self) -> fn(&mut [f32], &[f32]) {
+        self.geglu
+    }
+
+    pub fn set_geglu(&mut self, f: fn(&mut [f32], &[f32])) {
+        self.geglu = f;
     }
 
     /// One tile of prompt attention (`ops::attention::flash`).

@@ -598,6 +598,46 @@ pub(crate) fn swiglu_parity(isa: Isa) {
     assert_eq!(&g[3..6], &[88.0, 100.0, 1e4]);
 }
 
+/// The ISA's GELU-gated activation against the scalar one: bit for bit, over normal inputs,
+/// the ±10 bounds, f16 overflow, zeros and odd lengths.
+pub(crate) fn geglu_parity(isa: Isa) {
+    let Some(k) = table_or_skip(isa) else { return };
+    let mut rng = Rng::new(0x6e1 + isa as u64);
+    for n in [1usize, 7, 8, 9, 64, 100] {
+        for range in [1.0f32, 4.0, 12.0, 1e5] {
+            let mut g: Vec<f32> = values(&mut rng, n, Fill::Normal)
+                .iter()
+                .map(|x| x * range)
+                .collect();
+            let specials = [-10.0f32, 10.0, -9.999, 9.999, 0.0, -0.0, 65504.0, -7e4];
+            for (x, s) in g.iter_mut().zip(specials) {
+                *x = s;
+            }
+            let u = values(&mut rng, n, Fill::Normal);
+            let (mut got, mut want) = (g.clone(), g.clone());
+            (k.geglu())(&mut got, &u);
+            crate::ops::activation::geglu(&mut want, &u);
+            for i in 0..n {
+                assert_eq!(
+                    got[i].to_bits(),
+                    want[i].to_bits(),
+                    "{} geglu({}) * {}: {} vs {}",
+                    isa.name(),
+                    g[i],
+                    u[i],
+                    got[i],
+                    want[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn geglu_parity_avx2() {
+    geglu_parity(Isa::Avx2);
+}
+
 #[test]
 fn swiglu_parity_avx2() {
     swiglu_parity(Isa::Avx2);

@@ -15,7 +15,6 @@ use super::transformer::{add_bias, attend_token, attn_window, prepare_token, unr
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
-use crate::ops::activation;
 use crate::ops::attention::flash::{self, Tile};
 use crate::ops::attention::{AttnKernel, HeadRows};
 use crate::ops::matmul::{matmul, matvec_f32, BatchAct, QMatrix};
@@ -403,7 +402,7 @@ fn ffn_block(
             let hb2 = &ups[t * n_ff..(t + 1) * n_ff];
             match c.activation {
                 Activation::Silu => (k.swiglu())(hb, hb2),
-                Activation::Gelu => activation::geglu(hb, hb2),
+                Activation::Gelu => (k.geglu())(hb, hb2),
             }
         }
     });

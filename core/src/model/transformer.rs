@@ -26,7 +26,7 @@ use crate::ops::attention::rotation;
 use crate::ops::attention::{attend_head, AttnKernel, AttnScratch, KvLayer};
 use crate::ops::matmul::{matvec_f32, matvec_many};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
-use crate::ops::{activation, rope};
+use crate::ops::rope;
 use crate::parallel::{DisjointSlice, Parallel};
 
 /// Context length from which a decode step's attention heads are spread over the threads
@@ -310,7 +310,7 @@ fn ffn_block(
     matvec_many(k, par, [&l.gate, &l.up], &st.xb, &mut st.act, [hb, hb2])?;
     match c.activation {
         Activation::Silu => (k.swiglu())(hb, hb2),
-        Activation::Gelu => activation::geglu(hb, hb2),
+        Activation::Gelu => (k.geglu())(hb, hb2),
     }
     matvec_f32(k, par, &l.down, hb, &mut st.act, &mut st.xb2)?;
     if let Some(n) = &l.post_ffn_norm {

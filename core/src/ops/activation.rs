@@ -26,20 +26,26 @@ pub fn gelu(x: f32) -> f32 {
 }
 
 /// `gelu` of every f16 value, rounded to f16: ggml's GGML_GELU_FP16 table, built once
-/// (65,536 entries, 128 KiB) the first time a GELU model runs.
-fn gelu_table() -> &'static [u16] {
+/// (65,536 entries, 128 KiB) the first time a GELU model runs. One more zero entry follows
+/// the last, so that a SIMD gather may read four bytes at any entry.
+pub(crate) fn gelu_table() -> &'static [u16] {
     static TABLE: spin::Once<alloc::vec::Vec<u16>> = spin::Once::new();
     TABLE.call_once(|| {
         (0..=u16::MAX)
             .map(|h| f16::from_f32(gelu(f16::from_bits(h).to_f32())).to_bits())
+            .chain([0])
             .collect()
     })
 }
 
+/// Inputs at or below this give 0, at or above [`GELU_IDENTITY`] themselves (ggml's bounds).
+pub(crate) const GELU_ZERO: f32 = -10.0;
+pub(crate) const GELU_IDENTITY: f32 = 10.0;
+
 fn gelu_f16_table(x: f32) -> f32 {
-    if x <= -10.0 {
+    if x <= GELU_ZERO {
         0.0
-    } else if x >= 10.0 {
+    } else if x >= GELU_IDENTITY {
         x
     } else {
         f16::from_bits(gelu_table()[f16::from_f32(x).to_bits() as usize]).to_f32()

@@ -135,6 +135,10 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
         // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
         unsafe { avx2_math::swiglu(g, u) }
     });
+    k.set_geglu(|g, u| {
+        // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
+        unsafe { avx2_math::geglu(g, u) }
+    });
     use avx2_safe::*;
     k.set_vec_dot(GgmlType::F32, dot_f32);
     k.set_vec_dot(GgmlType::F16, dot_f16);
