@@ -204,7 +204,7 @@ fn project(
     n: usize,
     out: &mut [f32],
 ) -> Result<()> {
-    act.quantize(k, m.act_type(), &x[..n * m.cols], n)?;
+    act.quantize(k, par, m.act_type(), &x[..n * m.cols], n)?;
     matmul(k, par, m, act, n, &mut out[..n * m.rows])
 }
 

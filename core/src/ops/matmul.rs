@@ -350,8 +350,16 @@ pub struct BatchAct {
 }
 
 impl BatchAct {
-    /// Quantizes the `n` rows of `x` (each `x.len() / n` long) to `ty`.
-    pub fn quantize(&mut self, k: &Kernels, ty: GgmlType, x: &[f32], n: usize) -> Result<()> {
+    /// Quantizes the `n` rows of `x` (each `x.len() / n` long) to `ty`, the rows spread over
+    /// the workers.
+    pub fn quantize(
+        &mut self,
+        k: &Kernels,
+        par: &dyn Parallel,
+        ty: GgmlType,
+        x: &[f32],
+        n: usize,
+    ) -> Result<()> {
         if n == 0 || !x.len().is_multiple_of(n) {
             return Err(Error::InvalidArgument(alloc::format!(
                 "{} values are not {n} whole rows",
@@ -371,14 +379,28 @@ impl BatchAct {
         grow(&mut self.bytes, n * row_bytes, 0);
         grow(&mut self.sums, n * blocks, 0);
         grow(&mut self.scales, n * blocks, 0.0);
-        for (t, row) in x.chunks_exact(cols).enumerate() {
-            let bytes = &mut self.bytes[t * row_bytes..(t + 1) * row_bytes];
-            q(row, bytes);
-            if blocks > 0 {
-                interleaved::block_sums(bytes, &mut self.sums[t * blocks..(t + 1) * blocks]);
-                interleaved::block_scales(bytes, &mut self.scales[t * blocks..(t + 1) * blocks]);
+        let (all_bytes, all_sums, all_scales) = (
+            DisjointSlice::new(&mut self.bytes),
+            DisjointSlice::new(&mut self.sums),
+            DisjointSlice::new(&mut self.scales),
+        );
+        for_each_range(par, n, QUANTIZE_ROWS, &|start, end| {
+            for t in start..end {
+                // SAFETY: row t's bytes, sums and scales belong to this range only.
+                let bytes = unsafe { all_bytes.piece(t * row_bytes, row_bytes) };
+                q(&x[t * cols..(t + 1) * cols], bytes);
+                if blocks > 0 {
+                    let (sums, scales) = unsafe {
+                        (
+                            all_sums.piece(t * blocks, blocks),
+                            all_scales.piece(t * blocks, blocks),
+                        )
+                    };
+                    interleaved::block_sums(bytes, sums);
+                    interleaved::block_scales(bytes, scales);
+                }
             }
-        }
+        });
         (self.n, self.row_bytes, self.blocks) = (n, row_bytes, blocks);
         Ok(())
     }
@@ -401,6 +423,9 @@ impl BatchAct {
         )
     }
 }
+
+/// Rows of a batch a worker quantizes at least (fewer rows run on one thread).
+const QUANTIZE_ROWS: usize = 16;
 
 /// Grows `v` to at least `len` values (never shrinks: the buffers are reused).
 fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
