@@ -59,7 +59,8 @@ fn matmul_bench(c: &mut Criterion) {
             };
             let x = Rng::new(11).vec(TOKENS * cols);
             let mut act = BatchAct::default();
-            act.quantize(&k, &Sequential, w.act_type(), &x, TOKENS).unwrap();
+            act.quantize(&k, &Sequential, w.act_type(), &x, TOKENS)
+                .unwrap();
             let mut out = vec![0f32; TOKENS * rows];
             let id = BenchmarkId::new(label, format!("{}-{layout}", isa.name()));
             group.bench_function(id, |b| {

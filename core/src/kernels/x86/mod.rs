@@ -106,11 +106,31 @@ mod avx2_f16_safe {
     }
 }
 
-/// The flash-attention tile compiled for AVX2 + FMA (the portable body, vectorised by the
-/// compiler; no FMA contraction, so bit-identical to the scalar instance).
+/// The flash-attention tile compiled for AVX2 + FMA: the portable body, vectorised by the
+/// compiler, with fused multiply-adds as ggml's tiled kernel.
 #[target_feature(enable = "avx2,fma,f16c")]
 fn flash_avx2(ops: &F16Ops, t: &flash::Tile<'_>, s: &mut flash::FlashScratch) {
-    flash::tile_body(ops, t, s)
+    flash::tile_body::<Fma8>(ops, t, s)
+}
+
+/// `a = fma(x, b, a)` on eight lanes.
+struct Fma8;
+
+impl flash::Mad8 for Fma8 {
+    #[inline(always)]
+    fn mad8(a: &mut [f32; flash::LANES], x: f32, b: &[f32; flash::LANES]) {
+        use core::arch::x86_64::*;
+        // SAFETY: only instantiated in `flash_avx2`, which is compiled with FMA and installed
+        // only where the CPU has it; the arrays are eight floats.
+        unsafe {
+            let r = _mm256_fmadd_ps(
+                _mm256_set1_ps(x),
+                _mm256_loadu_ps(b.as_ptr()),
+                _mm256_loadu_ps(a.as_ptr()),
+            );
+            _mm256_storeu_ps(a.as_mut_ptr(), r);
+        }
+    }
 }
 
 /// # Safety

@@ -196,7 +196,7 @@ fn naive(
 /// The flash kernel on every ISA this host runs, against f64 attention over the values each
 /// cache type holds (the query is not quantized, so every type is accurate to f32
 /// rounding), for tiles of causal and sliding-window rows of grouped heads, and against the
-/// scalar instance (the same arithmetic but for the exponential).
+/// scalar instance (the same arithmetic but for fused multiply-adds and the exponential).
 #[test]
 fn flash_tiles_match_naive_attention_on_every_isa() {
     use crate::kernels::tests::table_or_skip;
@@ -310,7 +310,8 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                     if reference.is_empty() {
                         reference = outs;
                     } else {
-                        // the same arithmetic but for the ISA's exponential (a few ulp)
+                        // the same arithmetic but for fused multiply-adds and the ISA's
+                        // exponential
                         let worst = reference
                             .iter()
                             .flatten()
