@@ -244,7 +244,7 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                     let tokens = flash::tile_tokens(group);
                     let mut outs = Vec::new();
                     // the last tokens of the cache, one tile per KV head and run of tokens
-                    for t0 in (n_pos - 2 * tokens - 1..n_pos).step_by(tokens) {
+                    for t0 in (n_pos.saturating_sub(2 * tokens + 1)..n_pos).step_by(tokens) {
                         for g in 0..n_head_kv {
                             let rows: Vec<(usize, usize)> = (t0..(t0 + tokens).min(n_pos))
                                 .flat_map(|t| (g * group..(g + 1) * group).map(move |h| (t, h)))
