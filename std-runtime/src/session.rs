@@ -137,9 +137,8 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
-    /// Evaluates one token that belongs to a batch of `batch` tokens (1 when decoding).
-    fn step(&mut self, token: u32, batch: usize, want_logits: bool) -> Result<(), Error> {
-        let kernel = AttnKernel::for_batch(batch);
+    /// Evaluates one token on its own (decoding).
+    fn step(&mut self, token: u32, want_logits: bool) -> Result<(), Error> {
         let e = self.engine;
         let pos = self.tokens.len();
         forward(
@@ -149,7 +148,6 @@ impl<'e> Session<'e> {
             e.parallel(),
             token,
             pos,
-            kernel,
             want_logits,
         )
         .map_err(Error::Core)?;
@@ -192,7 +190,7 @@ impl<'e> Session<'e> {
         self.check_room(tokens.len())?;
         if let [t] = tokens {
             // decoding: the single-token pass (fused q/k/v and gate/up dispatches)
-            self.step(*t, 1, true)?;
+            self.step(*t, true)?;
             if from == Some(0) {
                 f(0, &self.state.logits);
             }
@@ -268,7 +266,7 @@ impl<'e> Session<'e> {
             if self.tokens.len() >= self.n_ctx() {
                 break StopReason::ContextFull;
             }
-            self.step(id, 1, true)?;
+            self.step(id, true)?;
         };
         let rest = decoder.flush();
         if !rest.is_empty() {

@@ -283,7 +283,7 @@ fn attention_block(
             for t in (i..n).step_by(workers) {
                 let (q, out) =
                     unsafe { (qs.piece(t * q_row, q_row), outs.piece(t * o_row, o_row)) };
-                attend_token(k, c, il, q, out, kv, pos0 + t, kernel, s);
+                attend_token(k, c, il, q, out, kv, pos0 + t, s);
             }
         });
     }

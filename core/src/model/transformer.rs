@@ -23,7 +23,7 @@ use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::attention::rotation;
-use crate::ops::attention::{attend_head, AttnKernel, AttnScratch, KvLayer};
+use crate::ops::attention::{attend_head, AttnScratch, KvLayer};
 use crate::ops::matmul::{matvec_f32, matvec_many};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::ops::rope;
@@ -33,9 +33,9 @@ use crate::parallel::{DisjointSlice, Parallel};
 /// (below it the whole attention costs less than waking the workers).
 const PARALLEL_ATTN_MIN: usize = 128;
 
-/// Runs one token at position `pos` (the cache must hold positions `0..pos`), with the
-/// attention kernel of its batch (see [`AttnKernel::for_batch`]). When `want_logits` is false
-/// the LM head is skipped (prompt tokens before the last).
+/// Runs one token at position `pos` (the cache must hold positions `0..pos`), attending with
+/// the one-row kernel as ggml does for single tokens. When `want_logits` is false the LM head
+/// is skipped (prompt tokens before the last).
 #[allow(clippy::too_many_arguments)]
 pub fn forward(
     w: &Weights<'_>,
@@ -44,7 +44,6 @@ pub fn forward(
     par: &dyn Parallel,
     token: u32,
     pos: usize,
-    kernel: AttnKernel,
     want_logits: bool,
 ) -> Result<()> {
     let c = &w.config;
@@ -67,7 +66,7 @@ pub fn forward(
     }
 
     for (il, layer) in w.layers.iter().enumerate() {
-        attention_block(w, st, k, par, il, layer, pos, kernel)?;
+        attention_block(w, st, k, par, il, layer, pos)?;
         ffn_block(w, st, k, par, layer)?;
     }
 
@@ -98,7 +97,6 @@ fn attention_block(
     il: usize,
     l: &Layer<'_>,
     pos: usize,
-    kernel: AttnKernel,
 ) -> Result<()> {
     let c = &w.config;
     rmsnorm(&mut st.xb, &st.x, &l.attn_norm, c.rms_eps);
@@ -121,7 +119,7 @@ fn attention_block(
         [&mut s.rope_cos, &mut s.rope_sin],
         &mut s.kv,
     );
-    attend_heads(k, par, c, il, st, pos, kernel);
+    attend_heads(k, par, c, il, st, pos);
     unrotate_output(&st.kv, &mut st.attn);
 
     matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
@@ -215,7 +213,6 @@ pub(super) fn attend_token(
     out: &mut [f32],
     kv: KvLayer<'_>,
     pos: usize,
-    kernel: AttnKernel,
     scratch: &mut AttnScratch,
 ) {
     let (dk, dv) = (c.head_dim_k, c.head_dim_v);
@@ -225,7 +222,7 @@ pub(super) fn attend_token(
         .zip(out.chunks_exact_mut(dv))
         .enumerate()
     {
-        head(k, c, kv, h, q, out, window.clone(), kernel, scratch);
+        head(k, c, kv, h, q, out, window.clone(), scratch);
     }
 }
 
@@ -239,11 +236,10 @@ fn head(
     q: &mut [f32],
     out: &mut [f32],
     window: Range<usize>,
-    kernel: AttnKernel,
     scratch: &mut AttnScratch,
 ) {
     let (scale, cap, shape) = (c.attn_scale, c.attn_softcap, c.attn_shape());
-    attend_head(k, out, q, kv, shape, h, window, scale, cap, kernel, scratch);
+    attend_head(k, out, q, kv, shape, h, window, scale, cap, scratch);
 }
 
 /// A decode step's attention (`st.q` into `st.attn`): at long contexts the heads are
@@ -255,7 +251,6 @@ fn attend_heads(
     il: usize,
     st: &mut State,
     pos: usize,
-    kernel: AttnKernel,
 ) {
     let workers = if pos + 1 >= PARALLEL_ATTN_MIN {
         par.threads().clamp(1, c.n_head)
@@ -273,7 +268,6 @@ fn attend_heads(
             &mut st.attn,
             kv,
             pos,
-            kernel,
             &mut st.attn_scratch[0],
         );
         return;
@@ -291,7 +285,7 @@ fn attend_heads(
         for h in (i..c.n_head).step_by(workers) {
             // SAFETY: head h is one of this worker's (above).
             let (q, out) = unsafe { (qs.piece(h * dk, dk), outs.piece(h * dv, dv)) };
-            head(k, c, kv, h, q, out, window.clone(), kernel, s);
+            head(k, c, kv, h, q, out, window.clone(), s);
         }
     });
 }

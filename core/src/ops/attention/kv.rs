@@ -52,12 +52,6 @@ impl KvType {
             KvType::Q8_0 => n / QK * core::mem::size_of::<BlockQ8_0>(),
         }
     }
-
-    /// Whether the tiled (prompt) kernel can read this type; llama.cpp's tiled kernel takes
-    /// F32 and F16 caches only and uses the one-row kernel for the others.
-    pub(super) fn tiles(self) -> bool {
-        matches!(self, KvType::F32 | KvType::F16)
-    }
 }
 
 impl fmt::Display for KvType {
@@ -160,8 +154,8 @@ pub(super) fn scores(
     }
 }
 
-/// `acc += p · value(t)` in f32, for F32 and Q8_0 values (`v32` holds a converted Q8_0 row)
-/// and for F16 values on the tiled kernel.
+/// `acc += p · value(t)` in f32 (`v32` holds a converted Q8_0 row). The one-row kernel sums
+/// F16 values in f16 instead and calls this for F32 and Q8_0 values.
 pub(super) fn mad_f32(
     kern: &Kernels,
     acc: &mut [f32],

@@ -35,15 +35,14 @@ impl AttnShape {
     }
 }
 
-/// Which of ggml's two CPU flash-attention kernels (F16 cache) to follow. llama.cpp uses the
-/// tiled kernel for batches of at least 64 query tokens and the one-row kernel otherwise
-/// (single-token decode included); they round differently, and following the same one keeps
-/// our results within rounding noise of llama.cpp's.
+/// Which of ggml's two CPU flash-attention kernels a batch takes: llama.cpp uses its tiled
+/// kernel for batches of at least 64 query tokens and the one-row kernel otherwise (single
+/// tokens included). Ours are [`flash`] and [`attend_head`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttnKernel {
-    /// q, scores and the V sum in f32; exponentials summed in f64; normalised at the end.
+    /// Tiles of query rows over blocks of keys ([`flash`]).
     Tiled,
-    /// q rounded to f16, scores in f32, online softmax with the V sum kept in f16.
+    /// One query head at a time ([`attend_head`]).
     OneRow,
 }
 
@@ -89,7 +88,9 @@ pub struct KvLayer<'a> {
 
 /// `out = softmax(scale · q·K[t] for t in window) · V` for query head `h` (`q` and `out` are
 /// that head's rows), reading the cache rows of its KV head in place (grouped-query heads
-/// share them, no copies). `q` may be rounded in place to the key type's precision.
+/// share them, no copies), as ggml's one-row kernel does: q in the key type's dot format
+/// (rounded in place to f16 for an F16 cache, quantized to Q8_0 for a Q8_0 one), scores in
+/// f32, online softmax, an F16 value cache summed in f16 and the others in f32.
 #[allow(clippy::too_many_arguments)]
 pub fn attend_head(
     kern: &Kernels,
@@ -101,7 +102,6 @@ pub fn attend_head(
     window: core::ops::Range<usize>,
     scale: f32,
     softcap: Option<f32>,
-    kernel: AttnKernel,
     s: &mut AttnScratch,
 ) {
     let (dk, dv) = (shape.head_dim_k, shape.head_dim_v);
@@ -117,13 +117,7 @@ pub fn attend_head(
         at: kvh * dv,
         dim: dv,
     };
-    let (k_type, v_type) = (kv.k.kv_type(), kv.v.kv_type());
-    let kernel = if k_type == v_type && k_type.tiles() {
-        kernel
-    } else {
-        AttnKernel::OneRow
-    };
-    if kernel == AttnKernel::OneRow && k_type == KvType::F16 {
+    if kv.k.kv_type() == KvType::F16 {
         q.iter_mut().for_each(|x| *x = f16::from_f32(*x).to_f32());
     }
     let scores = &mut s.scores[..window.len()];
@@ -136,57 +130,41 @@ pub fn attend_head(
         }
     }
     let ops = kern.f16_ops();
-    match kernel {
-        AttnKernel::Tiled => {
-            let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
-            (ops.exp_sub)(scores, max);
-            let mut sum = 0.0f64;
-            out.fill(0.0);
-            for (&p, t) in scores.iter().zip(window) {
-                sum += p as f64;
-                kv::mad_f32(kern, out, kv.v, values, t, p, &mut s.v32);
-            }
-            let inv = if sum == 0.0 { 0.0 } else { (1.0 / sum) as f32 };
-            out.iter_mut().for_each(|o| *o *= inv);
+    // online softmax; an F16 value cache accumulates in f16, the others in f32
+    let acc = &mut s.acc16[..dv];
+    acc.fill(f16::ZERO);
+    out.fill(0.0);
+    let (mut m, mut sum) = (f32::NEG_INFINITY, 0.0f32);
+    for (&x, t) in scores.iter().zip(window) {
+        let (mut ms, mut vs) = (1.0f32, 1.0f32);
+        let rescale = x > m;
+        if rescale {
+            ms = libm::expf(m - x);
+            m = x;
+        } else {
+            vs = libm::expf(x - m);
         }
-        AttnKernel::OneRow => {
-            // online softmax; an F16 value cache accumulates in f16, the others in f32
-            let acc = &mut s.acc16[..dv];
-            acc.fill(f16::ZERO);
-            out.fill(0.0);
-            let (mut m, mut sum) = (f32::NEG_INFINITY, 0.0f32);
-            for (&x, t) in scores.iter().zip(window) {
-                let (mut ms, mut vs) = (1.0f32, 1.0f32);
-                let rescale = x > m;
-                if rescale {
-                    ms = libm::expf(m - x);
-                    m = x;
-                } else {
-                    vs = libm::expf(x - m);
-                }
-                if let KvView::F16(v) = kv.v {
-                    if rescale {
-                        (ops.scale_f16)(acc, ms);
-                    }
-                    let at = t * values.row + values.at;
-                    (ops.mad_f16)(acc, &v[at..at + dv], vs);
-                } else {
-                    if rescale {
-                        out.iter_mut().for_each(|o| *o *= ms);
-                    }
-                    kv::mad_f32(kern, out, kv.v, values, t, vs, &mut s.v32);
-                }
-                sum = sum * ms + vs;
+        if let KvView::F16(v) = kv.v {
+            if rescale {
+                (ops.scale_f16)(acc, ms);
             }
-            let inv = if sum == 0.0 { 0.0 } else { 1.0 / sum };
-            if v_type == KvType::F16 {
-                out.iter_mut()
-                    .zip(acc.iter())
-                    .for_each(|(o, a)| *o = a.to_f32() * inv);
-            } else {
-                out.iter_mut().for_each(|o| *o *= inv);
+            let at = t * values.row + values.at;
+            (ops.mad_f16)(acc, &v[at..at + dv], vs);
+        } else {
+            if rescale {
+                out.iter_mut().for_each(|o| *o *= ms);
             }
+            kv::mad_f32(kern, out, kv.v, values, t, vs, &mut s.v32);
         }
+        sum = sum * ms + vs;
+    }
+    let inv = if sum == 0.0 { 0.0 } else { 1.0 / sum };
+    if kv.v.kv_type() == KvType::F16 {
+        out.iter_mut()
+            .zip(acc.iter())
+            .for_each(|(o, a)| *o = a.to_f32() * inv);
+    } else {
+        out.iter_mut().for_each(|o| *o *= inv);
     }
 }
 
