@@ -207,27 +207,10 @@ fn info_describes_the_model() {
 #[test]
 fn bench_reports_llama_bench_fields() {
     let p = model("bench");
-    let out = superinfer(&[
-        "bench",
-        "-m",
-        p.to_str().unwrap(),
-        "-p",
-        "8",
-        "-n",
-        "4",
-        "-t",
-        "1,2",
-        "-r",
-        "2",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let rows = bench_json(
+        &p,
+        &["-p", "8", "-n", "4", "-t", "1,2", "-r", "2", "--json"],
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON array");
-    let rows = v.as_array().unwrap();
     // pp and tg for each of the two thread counts
     assert_eq!(rows.len(), 4);
     let mut seen = Vec::new();
@@ -269,34 +252,30 @@ fn bench_reports_llama_bench_fields() {
     assert_eq!(v[0]["n_gen"], 0);
 }
 
-#[test]
-fn bench_at_depth_with_a_quantized_cache() {
-    let p = model("bench-depth");
-    let out = superinfer(&[
-        "bench",
-        "-m",
-        p.to_str().unwrap(),
-        "-p",
-        "4",
-        "-n",
-        "4",
-        "-d",
-        "0,24",
-        "-r",
-        "1",
-        "--ctk",
-        "q8_0",
-        "--ctv",
-        "f32",
-        "--json",
-    ]);
+/// `superinfer bench -m p ARGS` (JSON output), which must succeed: its rows.
+fn bench_json(p: &std::path::Path, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["bench", "-m", p.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = superinfer(&all);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON array");
-    let rows = v.as_array().unwrap();
+    v.as_array().expect("one JSON array").clone()
+}
+
+#[test]
+fn bench_at_depth_with_a_quantized_cache() {
+    let p = model("bench-depth");
+    let rows = bench_json(
+        &p,
+        &[
+            "-p", "4", "-n", "4", "-d", "0,24", "-r", "1", "--ctk", "q8_0", "--ctv", "f32",
+            "--json",
+        ],
+    );
     let depths: Vec<u64> = rows
         .iter()
         .map(|r| r["n_depth"].as_u64().unwrap())
