@@ -144,13 +144,14 @@ pub(super) use by_token_count;
 /// One group against `T` tokens, taking each block's weights apart per tile of tokens: runs
 /// `block` over every block and stores each token's eight sums in `out[t]`. (Q8_0 and Q4_0,
 /// whose unpacking is one or two operations per vector, run faster this way than through
-/// [`gemm_decoded`].)
+/// [`gemm_decoded`].) The tokens' scales come as f32 from `acts` and, with `SUMS`, their
+/// block sums too, so the loop is vector work and loads only.
 ///
 /// # Safety
 /// `block` must only read the group's `group_block` bytes per block.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm_group<const T: usize>(
+unsafe fn gemm_group<const T: usize, const SUMS: bool>(
     cols: usize,
     w: &[u8],
     acts: BatchRows<'_>,
@@ -164,19 +165,26 @@ unsafe fn gemm_group<const T: usize>(
         "a whole group of {cols} columns"
     );
     let ys: [&[BlockQ8_0]; T] = from_fn(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[..nb]);
-    let sums: [&[i32]; T] = from_fn(|t| acts.sums(t));
+    let dys: [&[f32]; T] = from_fn(|t| &acts.scales(t)[..nb]);
+    let sums: [&[i32]; T] = from_fn(|t| if SUMS { &acts.sums(t)[..nb] } else { &[] });
     let mut acc = [_mm256_setzero_ps(); T];
     #[allow(clippy::needless_range_loop)] // block b of every token
     for b in 0..nb {
-        // SAFETY: block b of the group (checked above).
+        // SAFETY (the reads below): block b < nb of the group (checked above) and of each
+        // token's blocks, scales and (with SUMS) sums (each sliced to nb above).
         let p = unsafe { w.as_ptr().add(b * group_block) };
-        let yb: [&BlockQ8_0; T] = from_fn(|t| &ys[t][b]);
-        let sb: [i32; T] = from_fn(|t| sums[t].get(b).copied().unwrap_or(0));
+        let yb: [&BlockQ8_0; T] = from_fn(|t| unsafe { &*ys[t].as_ptr().add(b) });
+        let sb: [i32; T] = from_fn(|t| {
+            if SUMS {
+                unsafe { *sums[t].as_ptr().add(b) }
+            } else {
+                0
+            }
+        });
         let [isum] = block([p], yb, sb);
-        // SAFETY: the block's eight scales.
         let dx = unsafe { scales8(p) };
         for t in 0..T {
-            let dy = _mm256_set1_ps(f16(yb[t].d));
+            let dy = unsafe { _mm256_broadcast_ss(&*dys[t].as_ptr().add(b)) };
             acc[t] = accumulate(acc[t], isum[t], dx, dy);
         }
     }
@@ -188,7 +196,7 @@ unsafe fn gemm_group<const T: usize>(
 
 /// Defines a batch kernel `$gemm` over a legacy block function through [`gemm_group`].
 macro_rules! legacy_gemm {
-    ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
+    ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr, $sums:expr) => {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
             token_tiles(acts, out, |a, o| {
@@ -205,7 +213,7 @@ macro_rules! legacy_gemm {
         ) {
             // SAFETY: the block function reads one group block per group pointer.
             unsafe {
-                gemm_group::<T>(cols, w, acts, out, $group_block, |p, y, s| {
+                gemm_group::<T, $sums>(cols, w, acts, out, $group_block, |p, y, s| {
                     $block::<1, T>(p, y, s)
                 })
             }
@@ -213,8 +221,8 @@ macro_rules! legacy_gemm {
     };
 }
 
-legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK);
-legacy_gemm!(gemm_q4_0, gemm_q4_0_t, q4_0_block, q4_0::GROUP_BLOCK);
+legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK, false);
+legacy_gemm!(gemm_q4_0, gemm_q4_0_t, q4_0_block, q4_0::GROUP_BLOCK, true);
 
 /// Defines `gemv_$f` over a legacy block function.
 macro_rules! legacy_gemv {
@@ -528,7 +536,7 @@ unsafe fn q4_0_block<const G: usize, const T: usize>(
         from_fn(|t| {
             _mm256_sub_epi32(
                 _mm256_madd_epi16(s[t], ones),
-                _mm256_set1_epi32(8 * sums[t]),
+                _mm256_slli_epi32(_mm256_set1_epi32(sums[t]), 3),
             )
         })
     })
