@@ -162,20 +162,49 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
             ld256(p.add(q4_k::SCALES + 64)),
         )
     };
-    // bytes j of each lane: scale j (sc_lo) and j + 4 (sc_hi), min j and j + 4
+    // bytes j of each lane: scale j (sc_lo) and j + 4 (sc_hi); the mins (below) alike
     let sc_lo = _mm256_and_si256(v0, low6);
     let sc_hi = _mm256_or_si256(
         _mm256_and_si256(v2, low4),
         _mm256_and_si256(_mm256_srli_epi32(v0, 2), bits45),
     );
+
+    // isum = Σ_j scale_j · Σ q·y over sub-blocks j (32 elements): chunks 8k..8k+8 hold
+    // sub-block 2k in their low nibbles and 2k + 1 in their high ones. One sub-block at a
+    // time (the chunks read twice, from L1), so the tokens' sums stay in registers: unsigned
+    // nibbles × y summed in i16 (8 × 2·15·128 < 2^15), then scaled with `vpmaddwd`.
+    let mut isum = [_mm256_setzero_si256(); T];
+    for j in 0..8 {
+        let (k, high) = (j / 2, j % 2 == 1);
+        let mut s = [_mm256_setzero_si256(); T];
+        for c in 8 * k..8 * k + 8 {
+            let l = 64 * k + 32 * (j % 2) + 4 * (c % 8);
+            // SAFETY: chunk c of the 32 quant chunks.
+            let x = unsafe { ld256(p.add(q4_k::QS + 32 * c)) };
+            let q = if high {
+                _mm256_and_si256(_mm256_srli_epi16(x, 4), low4)
+            } else {
+                _mm256_and_si256(x, low4)
+            };
+            for t in 0..T {
+                // SAFETY: activation bytes l..l+4 of the 256.
+                let y = unsafe { bcast4(ys[t].qs.as_ptr().add(l)) };
+                s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(q, y));
+            }
+        }
+        let sc = shuffle(if j < 4 { sc_lo } else { sc_hi }, &DUP_BYTE[j % 4]);
+        for t in 0..T {
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s[t], sc));
+        }
+    }
+
+    // msum = Σ_j min_j · (bsum[2j] + bsum[2j+1]): i16 pairs of mins against broadcast i16
+    // pairs of the 32-element sums (dwords 0, 1 | 4, 5 after the pack)
     let mn_lo = _mm256_and_si256(v1, low6);
     let mn_hi = _mm256_or_si256(
         _mm256_and_si256(_mm256_srli_epi32(v2, 4), low4),
         _mm256_and_si256(_mm256_srli_epi32(v1, 2), bits45),
     );
-
-    // msum = Σ_j min_j · (bsum[2j] + bsum[2j+1]): i16 pairs of mins against broadcast i16
-    // pairs of the 32-element sums (dwords 0, 1 | 4, 5 after the pack)
     let mins = [
         shuffle(mn_lo, &BYTE_PAIRS[0]),
         shuffle(mn_lo, &BYTE_PAIRS[1]),
@@ -195,40 +224,6 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
             _mm256_add_epi32(term(mins[2], 4), term(mins[3], 5)),
         )
     });
-
-    // isum = Σ_j scale_j · Σ q·y over sub-blocks j (32 elements): chunks 8k..8k+8 hold
-    // sub-block 2k in their low nibbles and 2k + 1 in their high ones; unsigned nibbles × y
-    // summed in i16 (8 × 2·15·128 < 2^15), then scaled with `vpmaddwd`
-    let mut isum = [_mm256_setzero_si256(); T];
-    for k in 0..4 {
-        let (mut s0, mut s1) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
-        for c in 8 * k..8 * k + 8 {
-            let l = 64 * k + 4 * (c % 8);
-            // SAFETY: chunk c of the 32 quant chunks.
-            let x = unsafe { ld256(p.add(q4_k::QS + 32 * c)) };
-            let lo = _mm256_and_si256(x, low4);
-            let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
-            for t in 0..T {
-                // SAFETY: activation bytes l..l+4 and l+32..l+36 of the 256.
-                let (y0, y1) = unsafe {
-                    (
-                        bcast4(ys[t].qs.as_ptr().add(l)),
-                        bcast4(ys[t].qs.as_ptr().add(l + 32)),
-                    )
-                };
-                s0[t] = _mm256_add_epi16(s0[t], _mm256_maddubs_epi16(lo, y0));
-                s1[t] = _mm256_add_epi16(s1[t], _mm256_maddubs_epi16(hi, y1));
-            }
-        }
-        let sc = if k < 2 { sc_lo } else { sc_hi };
-        let sc0 = shuffle(sc, &DUP_BYTE[2 * k % 4]);
-        let sc1 = shuffle(sc, &DUP_BYTE[(2 * k + 1) % 4]);
-        for t in 0..T {
-            let p0 = _mm256_madd_epi16(s0[t], sc0);
-            let p1 = _mm256_madd_epi16(s1[t], sc1);
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
-        }
-    }
 
     // d * d8 * isum - dmin * d8 * msum, rounded as the scalar kernel rounds it
     // SAFETY: the eight f16 d and dmin.
@@ -250,67 +245,62 @@ unsafe fn q6_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     let low6 = _mm256_set1_epi8(0x3F);
     let top2 = _mm256_set1_epi8(0xC0u8 as i8);
     // The quants are stored +32: isum = Σ_g scale_g · Σ q·y - 32 · Σ_g scale_g · bsum_g.
-    let (mut isum, mut offset) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
+    // i16 pair p of a row is its scales 2p, 2p + 1: those of groups 2p and 2p + 1.
+    // SAFETY: scale pair p, 16 of the 128 scale bytes.
+    let pair = |p_: usize| _mm256_cvtepi8_epi16(unsafe { ld128(p.add(q6_k::SCALES + 16 * p_)) });
+    let mut isum = [_mm256_setzero_si256(); T];
     for n in 0..2 {
-        // i16 pairs (scale 2p, scale 2p + 1) per row for p = 4n + k: the scales of groups
-        // 8n + 2k and 8n + 2k + 1
-        let mut pairs = [_mm256_setzero_si256(); 4];
-        for (k, pair) in pairs.iter_mut().enumerate() {
-            // SAFETY: scale pair 4n + k, 16 of the 128 scale bytes.
-            let v = unsafe { ld128(p.add(q6_k::SCALES + 16 * (4 * n + k))) };
-            *pair = _mm256_cvtepi8_epi16(v);
-        }
-        for (offset, y) in offset.iter_mut().zip(&ys) {
-            for (k, &pair) in pairs.iter().enumerate() {
-                // SAFETY: bsums 2p, 2p + 1 are 4 of the 32 bytes.
-                let b = unsafe { bcast4(y.bsums.as_ptr().add(4 * (4 * n + k))) };
-                *offset = _mm256_add_epi32(*offset, _mm256_madd_epi16(pair, b));
-            }
-        }
-        // triple c holds elements 128n + 32k + 4c..+4 (k < 4): groups 8n + 2k + c/4; two
-        // triples at a time (unsigned 6-bit × y in i16: 2 × 2·63·128 < 2^15)
+        // triple c holds elements 128n + 32k + 4c..+4 (k < 4): groups 8n + 2k + c/4. Two
+        // triples and two k at a time, so the tokens' sums stay in registers (unsigned 6-bit
+        // × y in i16: 2 × 2·63·128 < 2^15); each half reads the triples again from L1.
         for c0 in (0..8).step_by(2) {
-            let mut s = [[_mm256_setzero_si256(); T]; 4];
-            for c in c0..c0 + 2 {
-                let at = q6_k::QS + 96 * (8 * n + c);
-                // SAFETY: the three chunk vectors of triple 8n + c.
-                let (x0, x1, x2) = unsafe {
-                    (
-                        ld256(p.add(at)),
-                        ld256(p.add(at + 32)),
-                        ld256(p.add(at + 64)),
-                    )
-                };
-                // the fourth quant's 2-bit fields moved from bits 6-7 of x0, x1, x2 to bits
-                // 0-1, 2-3, 4-5 (only zero bits cross bytes in the 16-bit shifts)
-                let f = _mm256_or_si256(
-                    _mm256_srli_epi16(_mm256_and_si256(x0, top2), 2),
-                    _mm256_and_si256(x1, top2),
-                );
-                let f = _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x2, top2));
-                let q = [
-                    _mm256_and_si256(x0, low6),
-                    _mm256_and_si256(x1, low6),
-                    _mm256_and_si256(x2, low6),
-                    _mm256_srli_epi16(f, 2),
-                ];
-                for (k, (s, q)) in s.iter_mut().zip(q).enumerate() {
-                    for (s, y) in s.iter_mut().zip(&ys) {
-                        // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
-                        let yk = unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
-                        *s = _mm256_add_epi16(*s, _mm256_maddubs_epi16(q, yk));
+            for half in 0..2 {
+                let mut s = [[_mm256_setzero_si256(); T]; 2];
+                for c in c0..c0 + 2 {
+                    let at = q6_k::QS + 96 * (8 * n + c);
+                    // SAFETY: the three chunk vectors of triple 8n + c.
+                    let x = |i: usize| unsafe { ld256(p.add(at + 32 * i)) };
+                    let q = if half == 0 {
+                        [_mm256_and_si256(x(0), low6), _mm256_and_si256(x(1), low6)]
+                    } else {
+                        // the fourth quant's 2-bit fields moved from bits 6-7 of x0, x1, x2
+                        // to bits 0-1, 2-3, 4-5 (only zero bits cross bytes in the shifts)
+                        let (x0, x1, x2) = (x(0), x(1), x(2));
+                        let f = _mm256_or_si256(
+                            _mm256_srli_epi16(_mm256_and_si256(x0, top2), 2),
+                            _mm256_and_si256(x1, top2),
+                        );
+                        let f =
+                            _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x2, top2));
+                        [_mm256_and_si256(x2, low6), _mm256_srli_epi16(f, 2)]
+                    };
+                    for (i, (s, q)) in s.iter_mut().zip(q).enumerate() {
+                        let k = 2 * half + i;
+                        for (s, y) in s.iter_mut().zip(&ys) {
+                            // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
+                            let yk = unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
+                            *s = _mm256_add_epi16(*s, _mm256_maddubs_epi16(q, yk));
+                        }
                     }
                 }
-            }
-            let dup = &DUP_I16[c0 / 4];
-            for (s, &pair) in s.iter().zip(&pairs) {
-                let scale = shuffle(pair, dup);
-                for (isum, &s) in isum.iter_mut().zip(s) {
-                    *isum = _mm256_add_epi32(*isum, _mm256_madd_epi16(s, scale));
+                for (i, s) in s.iter().enumerate() {
+                    let scale = shuffle(pair(4 * n + 2 * half + i), &DUP_I16[c0 / 4]);
+                    for (isum, &s) in isum.iter_mut().zip(s) {
+                        *isum = _mm256_add_epi32(*isum, _mm256_madd_epi16(s, scale));
+                    }
                 }
             }
         }
     }
+    let offset: [__m256i; T] = from_fn(|t| {
+        let mut o = _mm256_setzero_si256();
+        for p_ in 0..8 {
+            // SAFETY: bsums 2p, 2p + 1 are 4 of the 32 bytes.
+            let b = unsafe { bcast4(ys[t].bsums.as_ptr().add(4 * p_)) };
+            o = _mm256_add_epi32(o, _mm256_madd_epi16(pair(p_), b));
+        }
+        o
+    });
 
     // d * d8 * isum, rounded as the scalar kernel rounds it. Its `- dmin * d8 * msum` term is
     // ±0 for Q6_K (dmin = 0, msum = 0), which changes no sum: it only turns a -0 term into
