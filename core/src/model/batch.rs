@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use super::arch::Activation;
 use super::config::Config;
 use super::state::State;
-use super::transformer::{add_bias, attend_token, attn_window, prepare_token, unrotate_output};
+use super::transformer::{add_bias, attend_token, attn_window, ready_token, unrotate_output};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -34,6 +34,8 @@ pub struct Batch {
     hb: Vec<f32>,
     hb2: Vec<f32>,
     act: BatchAct,
+    /// RoPE cos / sin scratch, `n_rot` values per worker (sized on first use).
+    rope: Vec<f32>,
     /// Logits of up to [`LOGIT_ROWS`] tokens, allocated when a batch first wants several.
     logits: Vec<f32>,
 }
@@ -57,6 +59,7 @@ impl Batch {
             hb: vec![0.0; cap * c.n_ff],
             hb2: vec![0.0; cap * c.n_ff],
             act: BatchAct::default(),
+            rope: Vec::new(),
             logits: Vec::new(),
         }
     }
@@ -208,21 +211,53 @@ fn project(
     matmul(k, par, m, act, n, &mut out[..n * m.rows])
 }
 
-/// `rmsnorm` of each of the first `n` rows.
-fn norm_rows(out: &mut [f32], x: &[f32], weight: &[f32], eps: f32, dim: usize, n: usize) {
-    for (o, x) in out.chunks_exact_mut(dim).zip(x.chunks_exact(dim)).take(n) {
-        rmsnorm(o, x, weight, eps);
-    }
+/// Rows a worker takes at least in the row-wise batch steps (norms, residual adds).
+const ROW_CHUNK: usize = 16;
+
+/// `rmsnorm` of each of the first `n` rows, spread over the workers.
+#[allow(clippy::too_many_arguments)]
+fn norm_rows(
+    par: &dyn Parallel,
+    out: &mut [f32],
+    x: &[f32],
+    weight: &[f32],
+    eps: f32,
+    dim: usize,
+    n: usize,
+) {
+    let out = DisjointSlice::new(out);
+    for_each_range(par, n, ROW_CHUNK, &|start, end| {
+        for t in start..end {
+            // SAFETY: row t belongs to this range only.
+            let o = unsafe { out.piece(t * dim, dim) };
+            rmsnorm(o, &x[t * dim..(t + 1) * dim], weight, eps);
+        }
+    });
 }
 
-/// `x += f(y)` row by row: the optional output norm, then the residual add.
-fn residual(x: &mut [f32], y: &mut [f32], norm: Option<&[f32]>, eps: f32, dim: usize, n: usize) {
-    for (x, y) in x.chunks_exact_mut(dim).zip(y.chunks_exact_mut(dim)).take(n) {
-        if let Some(w) = norm {
-            rmsnorm_inplace(y, w, eps);
+/// `x += f(y)` row by row: the optional output norm, then the residual add; the rows
+/// spread over the workers.
+#[allow(clippy::too_many_arguments)]
+fn residual(
+    par: &dyn Parallel,
+    x: &mut [f32],
+    y: &mut [f32],
+    norm: Option<&[f32]>,
+    eps: f32,
+    dim: usize,
+    n: usize,
+) {
+    let (xs, ys) = (DisjointSlice::new(x), DisjointSlice::new(y));
+    for_each_range(par, n, ROW_CHUNK, &|start, end| {
+        for t in start..end {
+            // SAFETY: row t of both belongs to this range only.
+            let (x, y) = unsafe { (xs.piece(t * dim, dim), ys.piece(t * dim, dim)) };
+            if let Some(w) = norm {
+                rmsnorm_inplace(y, w, eps);
+            }
+            x.iter_mut().zip(&*y).for_each(|(x, a)| *x += a);
         }
-        x.iter_mut().zip(&*y).for_each(|(x, a)| *x += a);
-    }
+    });
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -242,24 +277,45 @@ fn attention_block(
     let d = c.n_embd;
     let (k_row, v_row) = c.kv_row();
     let (q_row, o_row) = (c.n_head * c.head_dim_k, c.n_head * c.head_dim_v);
-    norm_rows(&mut b.xb, &b.x, &l.attn_norm, c.rms_eps, d, n);
+    norm_rows(par, &mut b.xb, &b.x, &l.attn_norm, c.rms_eps, d, n);
     project(k, par, &mut b.act, &l.wq, &b.xb, n, &mut b.q)?;
     project(k, par, &mut b.act, &l.wk, &b.xb, n, &mut b.k)?;
     project(k, par, &mut b.act, &l.wv, &b.xb, n, &mut b.v)?;
+    // biases, norms and RoPE token by token on the workers (each with its own RoPE
+    // scratch), then the cache writes
+    let half = c.n_rot / 2;
+    let workers = par.threads().clamp(1, n);
+    if b.rope.len() < workers * 2 * half {
+        b.rope.resize(workers * 2 * half, 0.0);
+    }
+    let rotations = [st.kv.key_rotation(), st.kv.value_rotation()];
+    let (qs, ks, vs, ropes) = (
+        DisjointSlice::new(&mut b.q),
+        DisjointSlice::new(&mut b.k),
+        DisjointSlice::new(&mut b.v),
+        DisjointSlice::new(&mut b.rope),
+    );
+    par.for_each(workers, &|i| {
+        // SAFETY: worker i owns RoPE scratch i and the rows of tokens i, i + workers, ...
+        let (cos, sin) = unsafe { ropes.piece(i * 2 * half, 2 * half) }.split_at_mut(half);
+        for t in (i..n).step_by(workers) {
+            let rows = unsafe {
+                [
+                    qs.piece(t * q_row, q_row),
+                    ks.piece(t * k_row, k_row),
+                    vs.piece(t * v_row, v_row),
+                ]
+            };
+            ready_token(w, il, l, rows, pos0 + t, [cos, sin], rotations);
+        }
+    });
     for t in 0..n {
-        prepare_token(
+        st.kv.store(
             k,
-            w,
             il,
-            l,
-            [
-                &mut b.q[t * q_row..(t + 1) * q_row],
-                &mut b.k[t * k_row..(t + 1) * k_row],
-                &mut b.v[t * v_row..(t + 1) * v_row],
-            ],
             pos0 + t,
-            [&mut st.rope_cos, &mut st.rope_sin],
-            &mut st.kv,
+            &b.k[t * k_row..(t + 1) * k_row],
+            &b.v[t * v_row..(t + 1) * v_row],
         );
     }
 
@@ -296,6 +352,7 @@ fn attention_block(
         add_bias(row, &l.bo);
     }
     residual(
+        par,
         &mut b.x,
         &mut b.xb2,
         l.post_attn_norm.as_deref(),
@@ -389,7 +446,7 @@ fn ffn_block(
     let c = &w.config;
     let d = c.n_embd;
     let n_ff = l.up.rows;
-    norm_rows(&mut b.xb, &b.x, &l.ffn_norm, c.rms_eps, d, n);
+    norm_rows(par, &mut b.xb, &b.x, &l.ffn_norm, c.rms_eps, d, n);
     project(k, par, &mut b.act, &l.gate, &b.xb, n, &mut b.hb)?;
     project(k, par, &mut b.act, &l.up, &b.xb, n, &mut b.hb2)?;
     // row by row, as the single-token pass calls them (same vector / tail split), the rows
@@ -408,6 +465,7 @@ fn ffn_block(
     });
     project(k, par, &mut b.act, &l.down, &b.hb, n, &mut b.xb2)?;
     residual(
+        par,
         &mut b.x,
         &mut b.xb2,
         l.post_ffn_norm.as_deref(),

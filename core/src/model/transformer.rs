@@ -141,8 +141,26 @@ pub(super) fn prepare_token(
     l: &Layer<'_>,
     [q, k, v]: [&mut [f32]; 3],
     pos: usize,
-    [cos, sin]: [&mut [f32]; 2],
+    rope: [&mut [f32]; 2],
     kv: &mut KvCache,
+) {
+    let rotations = [kv.key_rotation(), kv.value_rotation()];
+    ready_token(w, il, l, [q, k, &mut *v], pos, rope, rotations);
+    kv.store(kern, il, pos, k, v);
+}
+
+/// [`prepare_token`] without the cache write: biases, per-head norms, RoPE (`cos` / `sin`
+/// are scratch of `n_rot / 2` values) and, for a quantized cache, the key / value
+/// `rotations` ([`KvCache::key_rotation`], [`KvCache::value_rotation`]). Touches only the
+/// token's own rows, so a batch's tokens run on any thread.
+pub(super) fn ready_token(
+    w: &Weights<'_>,
+    il: usize,
+    l: &Layer<'_>,
+    [q, k, v]: [&mut [f32]; 3],
+    pos: usize,
+    [cos, sin]: [&mut [f32]; 2],
+    [key_rotation, value_rotation]: [Option<usize>; 2],
 ) {
     let c = &w.config;
     add_bias(q, &l.bq);
@@ -174,14 +192,13 @@ pub(super) fn prepare_token(
     rope::apply(k, c.head_dim_k, c.rope_style, &table);
 
     // quantized caches: rotate the heads so outlier dimensions do not dominate a block
-    if let Some(n) = kv.key_rotation() {
+    if let Some(n) = key_rotation {
         rotation::hadamard(q, n);
         rotation::hadamard(k, n);
     }
-    if let Some(n) = kv.value_rotation() {
+    if let Some(n) = value_rotation {
         rotation::hadamard(v, n);
     }
-    kv.store(kern, il, pos, k, v);
 }
 
 /// Undoes the value rotation of a quantized value cache on one token's attention output.

@@ -511,7 +511,10 @@ fn gemm_units(
             for (t, o) in (t0..t1).zip(tile.iter()) {
                 // SAFETY: group g's rows of token t: inside this worker's row range.
                 let d = unsafe { dst.piece(t * w.rows + g * interleaved::ROWS, o.len()) };
-                d.copy_from_slice(o);
+                // a fixed-size copy: inlined, where a slice copy calls memcpy per group
+                if let Ok(d) = <&mut [f32; interleaved::ROWS]>::try_from(d) {
+                    *d = *o;
+                }
             }
         }
     }
