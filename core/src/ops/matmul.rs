@@ -512,9 +512,9 @@ fn gemm_units(
                 // SAFETY: group g's rows of token t: inside this worker's row range.
                 let d = unsafe { dst.piece(t * w.rows + g * interleaved::ROWS, o.len()) };
                 // a fixed-size copy: inlined, where a slice copy calls memcpy per group
-                if let Ok(d) = <&mut [f32; interleaved::ROWS]>::try_from(d) {
-                    *d = *o;
-                }
+                let d: &mut [f32; interleaved::ROWS] =
+                    d.try_into().expect("a group's rows lie inside the output");
+                *d = *o;
             }
         }
     }
