@@ -86,8 +86,13 @@ impl<'e> Session<'e> {
                 c.n_ctx_train
             )));
         }
-        let state =
-            State::new(c, n_ctx, opts.cache_type_k, opts.cache_type_v).map_err(Error::Core)?;
+        let state = State::new(
+            engine.weights(),
+            n_ctx,
+            opts.cache_type_k,
+            opts.cache_type_v,
+        )
+        .map_err(Error::Core)?;
         Ok(Session {
             engine,
             state,

@@ -17,6 +17,8 @@ pub struct Spec {
     pub n_ctx_train: usize,
     pub weight_type: GgmlType,
     pub qkv_bias: bool,
+    /// Standard deviation of the random k / v biases (the q bias's is 0.3).
+    pub kv_bias_scale: f32,
     pub qk_norm: bool,
     pub post_norms: bool,
     pub tied: bool,
@@ -37,6 +39,7 @@ impl Spec {
             n_ctx_train: 256,
             weight_type: GgmlType::Q8_0,
             qkv_bias: false,
+            kv_bias_scale: 0.3,
             qk_norm: false,
             post_norms: false,
             tied: false,
@@ -213,8 +216,16 @@ pub fn build(s: &Spec) -> Vec<u8> {
         matrix(&mut w, &n("attn_v.weight"), kv, s.n_embd, wt);
         matrix(&mut w, &n("attn_output.weight"), s.n_embd, q, wt);
         if s.qkv_bias {
-            for (b, len) in [("attn_q.bias", q), ("attn_k.bias", kv), ("attn_v.bias", kv)] {
-                let v = randn(&mut Rng::new(s.seed + il as u64 * 7 + len as u64), len, 0.3);
+            for (b, len, scale) in [
+                ("attn_q.bias", q, 0.3),
+                ("attn_k.bias", kv, s.kv_bias_scale),
+                ("attn_v.bias", kv, s.kv_bias_scale),
+            ] {
+                let v = randn(
+                    &mut Rng::new(s.seed + il as u64 * 7 + len as u64),
+                    len,
+                    scale,
+                );
                 w.tensor_f32(n(b), &[len as u64], &v).unwrap();
             }
         }

@@ -4,16 +4,16 @@
 //! the F32 cache's next token, and the mean KL from the F32 cache's distribution. The second
 //! half (positions past 1024) is reported on its own as well.
 //!
-//! Qwen2.5-0.5B's keys are large (biased k projection), which makes it unusually sensitive to
-//! how they are stored: measured here the F16 cache agrees with the true F32 cache at 98.3%
-//! of decisive positions (mean KL 0.003) and the Q8_0 cache at 95.8% (mean KL 0.019, worst at
-//! the first few positions, where a handful of keys share the softmax). llama.cpp shows the
-//! same sensitivity (its Q8_0 cache raises this model's perplexity on the GPL-3 text at -c 512
-//! from 5.3184 to 5.5084, ours from 5.3089 to 5.5114: tests/perplexity.rs; llama.cpp's own
-//! "f32" cache is converted to F16 before its flash attention, so it cannot be compared with
-//! a true F32 cache). The bounds below guard those measured levels; they are below the 99%
-//! the long-context issue asks for.
-
+//! Measured here: the F16 cache agrees with the F32 cache at 98.3% of decisive positions
+//! (mean KL 0.0031), the Q8_0 cache at 98.2% (mean KL 0.0039; 95.8% and 0.019 before the
+//! cache took Qwen2.5-0.5B's huge key bias out of its rows, `core/src/model/kv_centre.rs`).
+//! That is this metric's floor, not the caches' error: scaling the F32 cache's keys by
+//! 1 + 2e-7 (one f32 ulp) gives 98.55% and mean KL 0.0030, because a tiny change flips
+//! activation quantization roundings downstream. llama.cpp sits at the same floor: against
+//! its own F32 cache (`llama-perplexity --kl-divergence`, -c 2048, the second halves of two
+//! chunks of this text) its F16 cache keeps the top token at 97.7% of positions (mean KLD
+//! 0.0029), its Q8_0 cache at 93.4% (0.0172). The 99% the long-context issue asks for is
+//! above that floor; the bounds below guard the measured levels.
 use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::{Engine, EngineOptions, SessionOptions};
 use superinfer_tests::*;
@@ -22,7 +22,7 @@ const N: usize = 2048;
 const HALF: usize = N / 2;
 
 /// Per cache type: least top-1 agreement at decisive positions, largest mean KL (nats).
-const BOUNDS: [(KvType, f64, f64); 2] = [(KvType::F16, 0.98, 0.01), (KvType::Q8_0, 0.94, 0.04)];
+const BOUNDS: [(KvType, f64, f64); 2] = [(KvType::F16, 0.978, 0.005), (KvType::Q8_0, 0.975, 0.006)];
 
 /// Reference top-2 log-probs closer than this are a near-tie (as in llamacpp_fixtures.rs).
 const TIE: f64 = 0.05;

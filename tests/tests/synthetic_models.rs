@@ -198,3 +198,57 @@ fn cache_types_agree_across_threads_and_batches() {
         }
     }
 }
+
+/// Biases that dwarf the rest of the keys and values (as Qwen2.5-0.5B's layer-0 key bias
+/// does) do not cost a Q8_0 cache its precision: the cache takes a fixed centre from each
+/// row before quantizing (exact for the attention), so its logits stay close to the F32
+/// cache's, both in one batch (tiled attention) and token by token: a worst relative
+/// distance of 0.0075 here, against 0.0135 without the centring.
+#[test]
+fn q8_0_cache_keeps_its_precision_under_large_biases() {
+    let tokens: Vec<u32> = (0..150u32).map(|i| (i * 53 + 11) % 262).collect();
+    // worst relative L2 distance of Q8_0-cache logits from F32-cache logits
+    let spec = Spec {
+        kv_bias_scale: 300.0,
+        ..Spec::qwen2()
+    };
+    let e = Engine::load(
+        &synth::write_temp(&spec, "kv-bias"),
+        &EngineOptions::default(),
+    )
+    .unwrap();
+    let worst_error = |batch: usize| {
+        let run = |ty: KvType| {
+            let opts = SessionOptions {
+                n_ctx: 160,
+                cache_type_k: ty,
+                cache_type_v: ty,
+            };
+            let mut s = e.session(&opts).unwrap();
+            let mut out = Vec::new();
+            for part in tokens.chunks(batch) {
+                s.feed_each(part, |_, l| out.push(l.to_vec())).unwrap();
+            }
+            out
+        };
+        let (reference, q8) = (run(KvType::F32), run(KvType::Q8_0));
+        q8.iter()
+            .zip(&reference)
+            .map(|(a, b)| {
+                let d: f64 = a
+                    .iter()
+                    .zip(b)
+                    .map(|(x, y)| (x - y) as f64)
+                    .map(|d| d * d)
+                    .sum();
+                let n: f64 = b.iter().map(|&y| y as f64 * y as f64).sum();
+                (d / n).sqrt()
+            })
+            .fold(0.0f64, f64::max)
+    };
+    for batch in [150, 1] {
+        let error = worst_error(batch);
+        eprintln!("batches of {batch}: Q8_0 vs F32 cache logits, worst relative error {error:.5}");
+        assert!(error < 0.01, "batches of {batch}: {error}");
+    }
+}

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use super::arch::Activation;
 use super::config::Config;
 use super::state::State;
-use super::transformer::{add_bias, attend_token, attn_window, ready_token, unrotate_output};
+use super::transformer::{add_bias, attend_token, attn_window, ready_token};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -343,8 +343,9 @@ fn attention_block(
             }
         });
     }
+    let group = c.n_head / c.n_head_kv;
     for out in b.attn.chunks_exact_mut(o_row).take(n) {
-        unrotate_output(&st.kv, out);
+        st.kv.finish_output(il, out, c.head_dim_v, group);
     }
 
     project(k, par, &mut b.act, &l.wo, &b.attn, n, &mut b.xb2)?;

@@ -7,7 +7,8 @@ use alloc::vec::Vec;
 use bytemuck::Zeroable;
 use half::f16;
 
-use super::config::Config;
+use super::kv_centre::Centres;
+use super::weights::Weights;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::attention::{rotation, KvLayer, KvType, KvView};
@@ -64,14 +65,17 @@ pub struct KvCache {
     types: [KvType; 2],
     /// Hadamard rotation sizes of keys (and queries) and of values, for quantized caches.
     rotations: [Option<usize>; 2],
+    /// Fixed vectors taken from rows before a quantized cache stores them.
+    centres: Centres,
     k: Vec<Rows>,
     v: Vec<Rows>,
 }
 
 impl KvCache {
-    /// A cache of `n_ctx` positions with keys stored as `k_type` and values as `v_type`.
-    /// Block types need head dimensions that are whole blocks.
-    pub fn new(c: &Config, n_ctx: usize, k_type: KvType, v_type: KvType) -> Result<KvCache> {
+    /// A cache of `n_ctx` positions for the model `w` with keys stored as `k_type` and
+    /// values as `v_type`. Block types need head dimensions that are whole blocks.
+    pub fn new(w: &Weights<'_>, n_ctx: usize, k_type: KvType, v_type: KvType) -> Result<KvCache> {
+        let c = &w.config;
         for (what, ty, dim) in [("K", k_type, c.head_dim_k), ("V", v_type, c.head_dim_v)] {
             if !dim.is_multiple_of(ty.block()) {
                 return Err(Error::InvalidArgument(alloc::format!(
@@ -82,13 +86,16 @@ impl KvCache {
             }
         }
         let (k_row, v_row) = c.kv_row();
+        let types = [k_type, v_type];
+        let rotations = [
+            rotation::key_rotation(k_type, c.head_dim_k),
+            rotation::value_rotation(v_type, c.head_dim_v),
+        ];
         Ok(KvCache {
             n_ctx,
-            types: [k_type, v_type],
-            rotations: [
-                rotation::key_rotation(k_type, c.head_dim_k),
-                rotation::value_rotation(v_type, c.head_dim_v),
-            ],
+            types,
+            rotations,
+            centres: Centres::new(w, n_ctx, types, rotations),
             k: (0..c.n_layer)
                 .map(|_| Rows::new(k_type, n_ctx * k_row))
                 .collect(),
@@ -134,8 +141,21 @@ impl KvCache {
 
     /// Writes position `pos`'s key and value rows of layer `il`.
     pub fn store(&mut self, kern: &Kernels, il: usize, pos: usize, k: &[f32], v: &[f32]) {
-        self.k[il].store(kern, pos, k);
-        self.v[il].store(kern, pos, v);
+        let (kr, vr) = (&mut self.k[il], &mut self.v[il]);
+        self.centres.store(il, k, v, |k, v| {
+            kr.store(kern, pos, k);
+            vr.store(kern, pos, v);
+        });
+    }
+
+    /// Brings layer `il`'s attention output (query heads of `head_dim` values, `group` per
+    /// KV head) from the cache's frame back to the model's: undoes the value rotation and
+    /// adds back the value centre of a quantized value cache.
+    pub fn finish_output(&self, il: usize, out: &mut [f32], head_dim: usize, group: usize) {
+        if let Some(n) = self.value_rotation() {
+            rotation::hadamard(out, n);
+        }
+        self.centres.restore_output(il, out, head_dim, group);
     }
 
     /// Layer `il` as attention reads it.

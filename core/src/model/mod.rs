@@ -5,6 +5,7 @@ mod arch;
 mod batch;
 mod config;
 mod kv_cache;
+mod kv_centre;
 mod state;
 mod transformer;
 mod weights;

@@ -3,8 +3,8 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::config::Config;
 use super::kv_cache::KvCache;
+use super::weights::Weights;
 use crate::error::{Error, Result};
 use crate::ops::attention::{AttnScratch, AttnShape, KvType};
 use crate::ops::matmul::ActBuf;
@@ -32,7 +32,8 @@ pub struct State {
 impl State {
     /// State for a context of `n_ctx` tokens (at most the model's trained context) with
     /// keys cached as `k_type` and values as `v_type`.
-    pub fn new(c: &Config, n_ctx: usize, k_type: KvType, v_type: KvType) -> Result<State> {
+    pub fn new(w: &Weights<'_>, n_ctx: usize, k_type: KvType, v_type: KvType) -> Result<State> {
+        let c = &w.config;
         if n_ctx == 0 || n_ctx > c.n_ctx_train {
             return Err(Error::InvalidArgument(alloc::format!(
                 "context size {n_ctx} must be between 1 and the model's trained context {}",
@@ -55,7 +56,7 @@ impl State {
             rope_sin: vec![0.0; c.n_rot / 2],
             logits: vec![0.0; c.n_vocab],
             act: ActBuf::default(),
-            kv: KvCache::new(c, n_ctx, k_type, v_type)?,
+            kv: KvCache::new(w, n_ctx, k_type, v_type)?,
         })
     }
 

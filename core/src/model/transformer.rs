@@ -120,7 +120,8 @@ fn attention_block(
         &mut s.kv,
     );
     attend_heads(k, par, c, il, st, pos);
-    unrotate_output(&st.kv, &mut st.attn);
+    st.kv
+        .finish_output(il, &mut st.attn, c.head_dim_v, c.n_head / c.n_head_kv);
 
     matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
     add_bias(&mut st.xb2, &l.bo);
@@ -198,13 +199,6 @@ pub(super) fn ready_token(
     }
     if let Some(n) = value_rotation {
         rotation::hadamard(v, n);
-    }
-}
-
-/// Undoes the value rotation of a quantized value cache on one token's attention output.
-pub(super) fn unrotate_output(kv: &KvCache, out: &mut [f32]) {
-    if let Some(n) = kv.value_rotation() {
-        rotation::hadamard(out, n);
     }
 }
 
