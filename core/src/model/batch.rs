@@ -343,9 +343,8 @@ fn attention_block(
             }
         });
     }
-    let group = c.n_head / c.n_head_kv;
     for out in b.attn.chunks_exact_mut(o_row).take(n) {
-        st.kv.finish_output(il, out, c.head_dim_v, group);
+        st.kv.finish_output(il, out);
     }
 
     project(k, par, &mut b.act, &l.wo, &b.attn, n, &mut b.xb2)?;

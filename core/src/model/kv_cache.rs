@@ -148,14 +148,14 @@ impl KvCache {
         });
     }
 
-    /// Brings layer `il`'s attention output (query heads of `head_dim` values, `group` per
-    /// KV head) from the cache's frame back to the model's: undoes the value rotation and
-    /// adds back the value centre of a quantized value cache.
-    pub fn finish_output(&self, il: usize, out: &mut [f32], head_dim: usize, group: usize) {
+    /// Brings layer `il`'s attention output (one token's, all query heads) from the cache's
+    /// frame back to the model's: undoes the value rotation and adds back the value centre
+    /// of a quantized value cache.
+    pub fn finish_output(&self, il: usize, out: &mut [f32]) {
         if let Some(n) = self.value_rotation() {
             rotation::hadamard(out, n);
         }
-        self.centres.restore_output(il, out, head_dim, group);
+        self.centres.restore_output(il, out);
     }
 
     /// Layer `il` as attention reads it.

@@ -38,6 +38,9 @@ struct Layer {
 pub(super) struct Centres {
     /// Per layer (empty when no layer is centred).
     layers: Vec<Layer>,
+    /// Values per head, and query heads per KV head.
+    head_dim_v: usize,
+    group: usize,
     /// A row less its centre.
     scratch: Vec<f32>,
 }
@@ -95,12 +98,16 @@ impl Centres {
         {
             return Centres {
                 layers: Vec::new(),
+                head_dim_v: c.head_dim_v,
+                group: c.n_head / c.n_head_kv,
                 scratch: Vec::new(),
             };
         }
         let (k_row, v_row) = c.kv_row();
         Centres {
             layers,
+            head_dim_v: c.head_dim_v,
+            group: c.n_head / c.n_head_kv,
             scratch: vec![0.0; k_row + v_row],
         }
     }
@@ -130,9 +137,9 @@ impl Centres {
         store(k, v)
     }
 
-    /// Adds layer `il`'s value centre back to an attention output of `head_dim`-value heads,
-    /// `group` query heads per KV head.
-    pub(super) fn restore_output(&self, il: usize, out: &mut [f32], head_dim: usize, group: usize) {
+    /// Adds layer `il`'s value centre back to an attention output (all query heads).
+    pub(super) fn restore_output(&self, il: usize, out: &mut [f32]) {
+        let (head_dim, group) = (self.head_dim_v, self.group);
         let Some(l) = self.layers.get(il).filter(|l| !l.value_out.is_empty()) else {
             return;
         };

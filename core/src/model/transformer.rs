@@ -120,8 +120,7 @@ fn attention_block(
         &mut s.kv,
     );
     attend_heads(k, par, c, il, st, pos);
-    st.kv
-        .finish_output(il, &mut st.attn, c.head_dim_v, c.n_head / c.n_head_kv);
+    st.kv.finish_output(il, &mut st.attn);
 
     matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
     add_bias(&mut st.xb2, &l.bo);
