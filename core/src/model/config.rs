@@ -162,6 +162,16 @@ impl Config {
         })
     }
 
+    /// RoPE base and frequency scale of layer `il`: sliding-window layers have their own
+    /// base and no scaling.
+    pub fn layer_rope(&self, il: usize) -> (f32, f32) {
+        if self.swa_layers[il] {
+            (self.rope_base_swa, 1.0)
+        } else {
+            (self.rope_base, self.rope_freq_scale)
+        }
+    }
+
     /// Number of parameters stored per KV-cache position in one layer (K and V).
     pub fn kv_row(&self) -> (usize, usize) {
         (

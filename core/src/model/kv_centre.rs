@@ -67,9 +67,7 @@ impl Centres {
             .map(|(il, l)| {
                 let mut out = Layer::default();
                 if let (true, Some(bias), None) = (centre_keys, &l.bk, &l.k_norm) {
-                    let swa = c.swa_layers[il];
-                    let base = if swa { c.rope_base_swa } else { c.rope_base };
-                    let freq_scale = if swa { 1.0 } else { c.rope_freq_scale };
+                    let (base, freq_scale) = c.layer_rope(il);
                     let freqs = w.rope_freqs.as_deref();
                     rope::mean_table(n_ctx, c.n_rot, base, freq_scale, freqs, &mut cos, &mut sin);
                     let table = rope::RopeTable {

@@ -175,9 +175,7 @@ pub(super) fn ready_token(
             .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
     }
 
-    let swa = c.swa_layers[il];
-    let base = if swa { c.rope_base_swa } else { c.rope_base };
-    let freq_scale = if swa { 1.0 } else { c.rope_freq_scale };
+    let (base, freq_scale) = c.layer_rope(il);
     rope::rope_cache(
         pos,
         c.n_rot,
