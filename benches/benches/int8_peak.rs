@@ -9,6 +9,8 @@
 //! - `u4_i16`: a 4-bit unsigned weight × Q8_0 (Q4_0, Q4_K): `vpmaddubsw`, `vpaddw` per 32
 //!   MACs, the i16 sums widened once per block.
 //! - `f32_fma`: `vfmadd` per 8 MACs, for comparison.
+//! - `vnni_256` / `vnni_512` (AVX-512 VNNI): one `vpdpbusd` per 32 / 64 MACs, its
+//!   activation operand broadcast from memory (the AVX-512 batch kernels' step).
 //!
 //! Each runs eight independent accumulators with a fresh broadcast operand per step, as the
 //! kernels do per token.
@@ -56,6 +58,31 @@ mod probes {
         }
         _mm256_extract_epi32(s, 0)
     }
+
+    /// `vpdpbusd` on 256-bit (`WIDE` false) or 512-bit vectors.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub unsafe fn vnni<const WIDE: bool>(steps: usize, src: &[i32; 64]) -> i32 {
+        let x = _mm512_set1_epi32(0x7f81_05f3);
+        let mut acc = [_mm512_setzero_si512(); 8];
+        for i in 0..steps {
+            for (j, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: the index is masked into the array.
+                let y = unsafe { *src.get_unchecked((i + j) & 63) };
+                *acc = if WIDE {
+                    _mm512_dpbusd_epi32(*acc, x, _mm512_set1_epi32(y))
+                } else {
+                    let a = _mm512_castsi512_si256(*acc);
+                    let p = _mm256_dpbusd_epi32(a, _mm512_castsi512_si256(x), _mm256_set1_epi32(y));
+                    _mm512_castsi256_si512(p)
+                };
+            }
+        }
+        let mut s = acc[0];
+        for a in &acc[1..] {
+            s = _mm512_xor_si512(s, *a);
+        }
+        _mm512_reduce_add_epi32(s)
+    }
 }
 
 fn int8_peak(c: &mut Criterion) {
@@ -79,6 +106,24 @@ fn int8_peak(c: &mut Criterion) {
             g.throughput(Throughput::Elements(STEPS as u64 * 8 * macs));
             // SAFETY: AVX2 and FMA were detected above.
             g.bench_function(name, |b| b.iter(|| unsafe { probe(STEPS, &src) }));
+        }
+        let vnni = ["avx512f", "avx512bw", "avx512vl", "avx512vnni"];
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512vnni")
+        {
+            let cases: [(&str, u64, Probe); 2] = [
+                ("vnni_256", 32, probes::vnni::<false>),
+                ("vnni_512", 64, probes::vnni::<true>),
+            ];
+            for (name, macs, probe) in cases {
+                g.throughput(Throughput::Elements(STEPS as u64 * 8 * macs));
+                // SAFETY: the AVX-512 features were detected above.
+                g.bench_function(name, |b| b.iter(|| unsafe { probe(STEPS, &src) }));
+            }
+        } else {
+            eprintln!("int8_peak: no {} here, VNNI probes skipped", vnni.join("/"));
         }
         g.finish();
     }

@@ -4,7 +4,8 @@
 //! forward pass.
 //!
 //! `cargo bench -p superinfer-benches --bench matmul -- 'Q5_0'` filters by name;
-//! `SUPERINFER_BENCH_FORMATS=Q5_0,Q4_K` picks formats.
+//! `SUPERINFER_BENCH_FORMATS=Q5_0,Q4_K` picks formats; `SUPERINFER_BENCH_ISAS=avx2,avx512`
+//! picks kernel tables (default: the best one).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
@@ -36,8 +37,12 @@ fn matmul_bench(c: &mut Criterion) {
             .collect(),
         Err(_) => FORMATS.to_vec(),
     };
-    let Some((isa, k)) = tables().into_iter().next() else {
-        return;
+    let tables: Vec<_> = match std::env::var("SUPERINFER_BENCH_ISAS") {
+        Ok(s) => tables()
+            .into_iter()
+            .filter(|(isa, _)| s.split(',').any(|n| n.eq_ignore_ascii_case(isa.name())))
+            .collect(),
+        Err(_) => tables().into_iter().take(1).collect(),
     };
     for ty in formats {
         let mut group = c.benchmark_group(format!("matmul/{ty}"));
@@ -46,25 +51,28 @@ fn matmul_bench(c: &mut Criterion) {
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2))
             .throughput(Throughput::Elements(TOKENS as u64));
-        for (label, rows, cols) in SHAPES {
+        for ((label, rows, cols), (isa, k)) in SHAPES
+            .into_iter()
+            .flat_map(|s| tables.iter().map(move |t| (s, t)))
+        {
             if !cols.is_multiple_of(ty.block_len()) {
                 continue;
             }
             let data = random_matrix(ty, rows, cols, 7);
             let mut w = QMatrix::new(ty, rows, cols, &data).unwrap();
-            let layout = if w.interleave(&k).unwrap() {
+            let layout = if w.interleave(k).unwrap() {
                 "x8"
             } else {
                 "rows"
             };
             let x = Rng::new(11).vec(TOKENS * cols);
             let mut act = BatchAct::default();
-            act.quantize(&k, &Sequential, w.act_type(), &x, TOKENS)
+            act.quantize(k, &Sequential, w.act_type(), &x, TOKENS)
                 .unwrap();
             let mut out = vec![0f32; TOKENS * rows];
             let id = BenchmarkId::new(label, format!("{}-{layout}", isa.name()));
             group.bench_function(id, |b| {
-                b.iter(|| matmul(&k, &Sequential, &w, &act, TOKENS, &mut out).unwrap())
+                b.iter(|| matmul(k, &Sequential, &w, &act, TOKENS, &mut out).unwrap())
             });
         }
         group.finish();

@@ -37,7 +37,7 @@ pub(super) unsafe fn bcast4<T>(p: *const T) -> __m256i {
 /// `acc + isum * (dx * dy)`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn accumulate(acc: __m256, isum: __m256i, dx: __m256, dy: __m256) -> __m256 {
+pub(super) fn accumulate(acc: __m256, isum: __m256i, dx: __m256, dy: __m256) -> __m256 {
     _mm256_add_ps(
         acc,
         _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, dy)),
@@ -140,11 +140,21 @@ unsafe fn for_groups(
 pub(super) fn token_tiles(
     acts: BatchRows<'_>,
     out: &mut [[f32; ROWS]],
+    tile: impl FnMut(BatchRows<'_>, &mut [[f32; ROWS]]),
+) {
+    tiles_of(GEMM_TOKENS, acts, out, tile)
+}
+
+/// Runs `tile` over the tokens of `acts` `size` at a time, each with its part of `out`.
+pub(super) fn tiles_of(
+    size: usize,
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
     mut tile: impl FnMut(BatchRows<'_>, &mut [[f32; ROWS]]),
 ) {
     assert_eq!(out.len(), acts.len(), "one output per token");
-    for (i, o) in out.chunks_mut(GEMM_TOKENS).enumerate() {
-        let t0 = i * GEMM_TOKENS;
+    for (i, o) in out.chunks_mut(size).enumerate() {
+        let t0 = i * size;
         tile(acts.slice(t0, t0 + o.len()), o);
     }
 }
@@ -274,32 +284,34 @@ legacy_gemv!(gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
 
 /// Group blocks a batch kernel takes apart at a time (9 KB of [`Decoded`], which stays in
 /// L1 while every token passes over it).
-const DECODE_BLOCKS: usize = 32;
+pub(super) const DECODE_BLOCKS: usize = 32;
 
 /// One legacy group block taken apart for the batch kernels: vector `j` holds elements
 /// `4j..4j + 4` of the eight rows (as `u8` with an offset for Q4_0 / Q5_0, as the `i8`
 /// quants for Q8_0), `d` the rows' scales as f32. Decoding once per group, instead of once
 /// per tile of tokens, takes the nibble and bit shuffling out of the per-token work.
 #[derive(Clone, Copy)]
-struct Decoded {
-    q: [__m256i; 8],
-    d: __m256,
+pub(super) struct Decoded {
+    pub(super) q: [__m256i; 8],
+    pub(super) d: __m256,
 }
 
 /// A batch kernel over a legacy layout: decodes the group [`DECODE_BLOCKS`] blocks at a
-/// time and runs every tile of up to [`GEMM_TOKENS`] tokens over them, the tile's float
+/// time and runs every tile of up to `tile_tokens` tokens over them, the tile's float
 /// sums carried in `out` from one run of blocks to the next (exact: f32 stores).
 ///
 /// # Safety
 /// `decode` must only read the `group_block` bytes at its pointer.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm_decoded(
+pub(super) unsafe fn gemm_decoded(
     cols: usize,
     w: &[u8],
     acts: BatchRows<'_>,
     out: &mut [[f32; ROWS]],
     group_block: usize,
+    tile_tokens: usize,
     decode: impl Fn(*const u8) -> Decoded,
     tile: impl Fn(&[Decoded], usize, BatchRows<'_>, &mut [[f32; ROWS]]),
 ) {
@@ -320,7 +332,7 @@ unsafe fn gemm_decoded(
             // SAFETY: block b0 + i < nb of the group (checked above).
             *d = decode(unsafe { w.as_ptr().add((b0 + i) * group_block) });
         }
-        token_tiles(acts, out, |a, o| tile(&dec[..m], b0, a, o));
+        tiles_of(tile_tokens, acts, out, |a, o| tile(&dec[..m], b0, a, o));
     }
 }
 
@@ -418,7 +430,7 @@ fn unsigned_tile<const T: usize, const SPLIT: usize>(
 /// `p` must point at a Q5_0 × 8 group block (176 bytes).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q5_0_decode(p: *const u8) -> Decoded {
+pub(super) unsafe fn q5_0_decode(p: *const u8) -> Decoded {
     let low4 = _mm256_set1_epi8(0x0F);
     let sixteen = _mm256_set1_epi8(0x10);
     // SAFETY: the table is 32 bytes.
@@ -477,6 +489,7 @@ pub(super) fn gemm_q5_0(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[
             acts,
             out,
             q5_0::GROUP_BLOCK,
+            GEMM_TOKENS,
             |p| q5_0_decode(p),
             |d, b0, a, o| tile_by_count!(a.len(), unsigned_tile::<T, 4>(d, b0, a, 16, o)),
         )

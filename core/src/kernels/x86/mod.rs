@@ -10,6 +10,7 @@ mod avx2_math;
 mod avx2_x8;
 mod avx2_x8_k;
 mod avx512;
+mod avx512_x8;
 
 use super::{CpuFeatures, F16Ops, Kernels};
 use crate::ops::attention::flash;
@@ -75,8 +76,9 @@ mod avx2_x8_safe {
 }
 
 mod avx512_safe {
-    use super::avx512;
+    use super::{avx512, avx512_x8};
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
+    safe_gemms!(avx512_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
 }
 
 /// Safe wrappers of the AVX2 f16 row primitives.
@@ -198,5 +200,8 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         k.set_vec_dot(GgmlType::Q8_0, dot_q8_0);
         k.set_vec_dot(GgmlType::Q4_K, dot_q4_k);
         k.set_vec_dot(GgmlType::Q6_K, dot_q6_k);
+        k.set_gemm_x8(GgmlType::Q4_0, gemm_q4_0);
+        k.set_gemm_x8(GgmlType::Q5_0, gemm_q5_0);
+        k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
     }
 }
