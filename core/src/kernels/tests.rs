@@ -447,16 +447,24 @@ fn gemm_matches_gemv(
     let group = packed.len() / groups;
     for m in 1..=tokens.len() {
         let acts = all.slice(0, m);
-        for (g, wg) in packed.chunks_exact(group).enumerate() {
-            let mut got = vec![[f32::NAN; ROWS]; m];
+        // every group on its own, then all of them in one call (pairs and an odd one)
+        let calls = packed
+            .chunks_exact(group)
+            .enumerate()
+            .map(|(g, wg)| (g, 1, wg))
+            .chain([(0, groups, packed)]);
+        for (g0, count, wg) in calls {
+            let mut got = vec![[f32::NAN; ROWS]; count * m];
             gemm(n, wg, acts, &mut got);
-            for (t, got) in got.iter().enumerate() {
+            for (i, got) in got.iter().enumerate() {
+                let (g, t) = (g0 + i / m, i % m);
                 for (r, x) in got.iter().enumerate() {
                     let y = want[t][g * ROWS + r];
                     assert_eq!(
                         x.to_bits(),
                         y.to_bits(),
-                        "gemm of {m} tokens, n={n}, group {g}, token {t}, row {r}: {x} vs {y}"
+                        "gemm of {count} groups x {m} tokens, n={n}, group {g}, token {t}, \
+                         row {r}: {x} vs {y}"
                     );
                 }
             }

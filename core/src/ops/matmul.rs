@@ -484,9 +484,10 @@ pub fn matmul(
 const TOKEN_BLOCK_BYTES: usize = 256 << 10;
 
 /// Groups `[start, end)` of an interleaved matrix against the `n` tokens: one kernel call
-/// per group and block of tokens takes the group's weights apart once for all of them. The
-/// tokens come in blocks whose activations stay in L2 while every group passes over them
-/// (the weights, read once per block of tokens, stream from L3 or memory).
+/// per [`interleaved::GEMM_GROUPS`] groups and block of tokens takes the groups' weights apart
+/// once for all of them. The tokens come in blocks whose activations stay in L2 while every
+/// group passes over them (the weights, read once per block of tokens, stream from L3 or
+/// memory).
 fn gemm_units(
     plan: &Plan<'_, '_>,
     gemm: interleaved::GemmX8Fn,
@@ -497,24 +498,28 @@ fn gemm_units(
     dst: &DisjointSlice<'_, f32>,
 ) {
     const T: usize = interleaved::GEMM_TOKENS;
+    const G: usize = interleaved::GEMM_GROUPS;
     let w = plan.w;
     let group_bytes = interleaved::ROWS * w.row_bytes();
     let rows = xq.rows(n);
     let block = (TOKEN_BLOCK_BYTES / xq.row_bytes.max(1) / T * T).max(T);
-    let mut tile = alloc::vec![[0.0f32; interleaved::ROWS]; block.min(n)];
+    let mut tile = alloc::vec![[0.0f32; interleaved::ROWS]; G * block.min(n)];
     for t0 in (0..n).step_by(block) {
         let t1 = (t0 + block).min(n);
-        let tile = &mut tile[..t1 - t0];
-        for g in start..end {
-            let wg = &w.data[g * group_bytes..(g + 1) * group_bytes];
+        for g0 in (start..end).step_by(G) {
+            let g1 = (g0 + G).min(end);
+            let wg = &w.data[g0 * group_bytes..g1 * group_bytes];
+            let tile = &mut tile[..(g1 - g0) * (t1 - t0)];
             gemm(w.cols, wg, rows.slice(t0, t1), tile);
-            for (t, o) in (t0..t1).zip(tile.iter()) {
-                // SAFETY: group g's rows of token t: inside this worker's row range.
-                let d = unsafe { dst.piece(t * w.rows + g * interleaved::ROWS, o.len()) };
-                // a fixed-size copy: inlined, where a slice copy calls memcpy per group
-                let d: &mut [f32; interleaved::ROWS] =
-                    d.try_into().expect("a group's rows lie inside the output");
-                *d = *o;
+            for (g, tile) in (g0..g1).zip(tile.chunks_exact(t1 - t0)) {
+                for (t, o) in (t0..t1).zip(tile) {
+                    // SAFETY: group g's rows of token t: inside this worker's row range.
+                    let d = unsafe { dst.piece(t * w.rows + g * interleaved::ROWS, o.len()) };
+                    // a fixed-size copy: inlined, where a slice copy calls memcpy per group
+                    let d: &mut [f32; interleaved::ROWS] =
+                        d.try_into().expect("a group's rows lie inside the output");
+                    *d = *o;
+                }
             }
         }
     }

@@ -50,8 +50,34 @@ macro_rules! safe_gemvs {
     };
 }
 
-/// Wraps the interleaved batch kernels (`GemmX8Fn`'s signature).
+/// Wraps one-group batch kernels (`GemmX8Fn`'s signature for one group) as `GemmX8Fn`s,
+/// which run them group after group.
 macro_rules! safe_gemms {
+    ($module:ident: $($name:ident),* $(,)?) => {
+        $(
+            pub(super) fn $name(
+                n: usize,
+                w: &[u8],
+                acts: crate::quant::interleaved::BatchRows<'_>,
+                out: &mut [[f32; crate::quant::interleaved::ROWS]],
+            ) {
+                let groups = out.len() / acts.len();
+                let Some(group_bytes) = w.len().checked_div(groups) else { return };
+                if group_bytes == 0 {
+                    out.fill([0.0; crate::quant::interleaved::ROWS]);
+                    return;
+                }
+                for (w, out) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(acts.len())) {
+                    // SAFETY: installed only by the `fill_*` of their ISA (see `safe_dots`).
+                    unsafe { $module::$name(n, w, acts, out) }
+                }
+            }
+        )*
+    };
+}
+
+/// Wraps batch kernels that take any number of groups (`GemmX8Fn`'s signature).
+macro_rules! safe_gemms_multi {
     ($module:ident: $($name:ident),* $(,)?) => {
         $(
             pub(super) fn $name(
@@ -78,7 +104,7 @@ mod avx2_x8_safe {
 mod avx512_safe {
     use super::{avx512, avx512_x8};
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
-    safe_gemms!(avx512_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
+    safe_gemms_multi!(avx512_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
 }
 
 /// Safe wrappers of the AVX2 f16 row primitives.

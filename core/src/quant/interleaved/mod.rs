@@ -46,13 +46,19 @@ pub const ROWS: usize = 8;
 /// integer sums ([`block_sums`]; unused by formats that do not need them).
 pub type GemvX8Fn = fn(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]);
 
-/// Tokens a batch kernel multiplies with one group's weights at a time (its register tile).
+/// Tokens the AVX2 batch kernels multiply with one group's weights at a time (their register
+/// tile; the AVX-512 ones run eight).
 pub const GEMM_TOKENS: usize = 4;
 
-/// `out[t][r] = row r of the group w · acts[t]` for ONE group `w` (`cols` columns) and every
-/// token of `acts` (`out.len() == acts.len()`). The kernel takes the group's weights apart
-/// once and runs all the tokens over them, [`GEMM_TOKENS`] at a time; per token the result
-/// is the [`GemvX8Fn`]'s, bit for bit.
+/// Groups a batch kernel call should get where it can: the AVX-512 kernels run two groups
+/// (16 rows) per 512-bit vector.
+pub const GEMM_GROUPS: usize = 2;
+
+/// `out[g · n + t][r] = row r of group g of w · acts[t]` for the whole groups in `w` (`cols`
+/// columns each) and the `n = acts.len()` tokens (`out.len() == groups · n`). The kernel
+/// takes each group's weights apart once and runs all the tokens over them, a register tile
+/// of tokens (and, on wide vectors, of groups) at a time; per token the result is the
+/// [`GemvX8Fn`]'s, bit for bit.
 pub type GemmX8Fn = fn(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]);
 
 /// The quantized activations of a batch of tokens as the batch kernels read them: token
