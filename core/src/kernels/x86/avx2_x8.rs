@@ -17,11 +17,26 @@
 //! This file has the shared drivers and the legacy formats; `avx2_x8_k.rs` the k-quants.
 
 use core::arch::x86_64::*;
-use core::array::from_fn;
+use core::mem::MaybeUninit;
 
 use super::avx2::{f16, ld128, ld256};
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, GEMM_TOKENS, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
+
+/// `[f(0), f(1), ..]`, like `core::array::from_fn`, but always inlined: a closure made in a
+/// `target_feature` function carries its features, and LLVM will not inline it into
+/// `from_fn` (which has none), so with `from_fn` every element was a call in the kernels'
+/// inner loops.
+#[inline(always)]
+pub(super) fn arr<R, const N: usize>(mut f: impl FnMut(usize) -> R) -> [R; N] {
+    let mut out = [const { MaybeUninit::<R>::uninit() }; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        o.write(f(i));
+    }
+    // SAFETY: every element was written above, and `[MaybeUninit<R>; N]` has the layout of
+    // `[R; N]` (`out` itself drops nothing).
+    unsafe { core::mem::transmute_copy(&out) }
+}
 
 /// Four activation bytes at `p`, broadcast to every 32-bit lane.
 ///
@@ -196,17 +211,17 @@ unsafe fn gemm_group<const T: usize, const SUMS: bool>(
         w.len() >= nb * group_block,
         "a whole group of {cols} columns"
     );
-    let ys: [&[BlockQ8_0]; T] = from_fn(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[..nb]);
-    let dys: [&[f32]; T] = from_fn(|t| &acts.scales(t)[..nb]);
-    let sums: [&[i32]; T] = from_fn(|t| if SUMS { &acts.sums(t)[..nb] } else { &[] });
+    let ys: [&[BlockQ8_0]; T] = arr(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[..nb]);
+    let dys: [&[f32]; T] = arr(|t| &acts.scales(t)[..nb]);
+    let sums: [&[i32]; T] = arr(|t| if SUMS { &acts.sums(t)[..nb] } else { &[] });
     let mut acc = [_mm256_setzero_ps(); T];
     #[allow(clippy::needless_range_loop)] // block b of every token
     for b in 0..nb {
         // SAFETY (the reads below): block b < nb of the group (checked above) and of each
         // token's blocks, scales and (with SUMS) sums (each sliced to nb above).
         let p = unsafe { w.as_ptr().add(b * group_block) };
-        let yb: [&BlockQ8_0; T] = from_fn(|t| unsafe { &*ys[t].as_ptr().add(b) });
-        let sb: [i32; T] = from_fn(|t| {
+        let yb: [&BlockQ8_0; T] = arr(|t| unsafe { &*ys[t].as_ptr().add(b) });
+        let sb: [i32; T] = arr(|t| {
             if SUMS {
                 unsafe { *sums[t].as_ptr().add(b) }
             } else {
@@ -355,19 +370,19 @@ fn decoded_tile<const T: usize>(
 ) {
     const NO_SUMS: [i32; DECODE_BLOCKS] = [0; DECODE_BLOCKS];
     let m = dec.len();
-    let ys: [&[BlockQ8_0]; T] = from_fn(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[b0..b0 + m]);
-    let dys: [&[f32]; T] = from_fn(|t| &acts.scales(t)[b0..b0 + m]);
-    let sums: [&[i32]; T] = from_fn(|t| match acts.sums(t) {
+    let ys: [&[BlockQ8_0]; T] = arr(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[b0..b0 + m]);
+    let dys: [&[f32]; T] = arr(|t| &acts.scales(t)[b0..b0 + m]);
+    let sums: [&[i32]; T] = arr(|t| match acts.sums(t) {
         [] => &NO_SUMS[..m],
         s => &s[b0..b0 + m],
     });
     // SAFETY: `out[t]` is 8 floats.
-    let mut acc: [__m256; T] = from_fn(|t| unsafe { _mm256_loadu_ps(out[t].as_ptr()) });
+    let mut acc: [__m256; T] = arr(|t| unsafe { _mm256_loadu_ps(out[t].as_ptr()) });
     for (i, blk) in dec.iter().enumerate() {
         for t0 in (0..T).step_by(PAIR) {
             let p = PAIR.min(T - t0);
-            let y: [&BlockQ8_0; PAIR] = from_fn(|k| &ys[(t0 + k).min(T - 1)][i]);
-            let s: [i32; PAIR] = from_fn(|k| sums[(t0 + k).min(T - 1)][i]);
+            let y: [&BlockQ8_0; PAIR] = arr(|k| &ys[(t0 + k).min(T - 1)][i]);
+            let s: [i32; PAIR] = arr(|k| sums[(t0 + k).min(T - 1)][i]);
             // an odd last token runs twice, its copy dropped
             let isum = isums(blk, y, s);
             for k in 0..p {
@@ -568,7 +583,7 @@ unsafe fn q4_0_block<const G: usize, const T: usize>(
         }
     }
     s16.map(|s| {
-        from_fn(|t| {
+        arr(|t| {
             _mm256_sub_epi32(
                 _mm256_madd_epi16(s[t], ones),
                 _mm256_slli_epi32(_mm256_set1_epi32(sums[t]), 3),
@@ -606,7 +621,7 @@ unsafe fn q5_0_block<const G: usize, const T: usize>(
         )
     };
     // unsigned 5-bit values × y: at most 4 products per i16 (4 × 2·31·128 < 2^15)
-    let mut isum: [[__m256i; T]; G] = [from_fn(|t| _mm256_set1_epi32(-16 * sums[t])); G];
+    let mut isum: [[__m256i; T]; G] = [arr(|t| _mm256_set1_epi32(-16 * sums[t])); G];
     for half in 0..2 {
         let mut s16 = [[_mm256_setzero_si256(); T]; G];
         for c in 2 * half..2 * half + 2 {

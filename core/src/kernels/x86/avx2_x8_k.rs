@@ -3,10 +3,9 @@
 //! terms, `d * d8 * isum - dmin * d8 * msum`, rounded as the scalar kernel rounds them.
 
 use core::arch::x86_64::*;
-use core::array::from_fn;
 
 use super::avx2::{ld128, ld256};
-use super::avx2_x8::{bcast4, by_token_count, prefetch_ahead, scales8, token_tiles};
+use super::avx2_x8::{arr, bcast4, by_token_count, prefetch_ahead, scales8, token_tiles};
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
@@ -37,7 +36,7 @@ fn super_blocks<const T: usize>(
             // matrix × vector: the weights stream from DRAM (see `PREFETCH_AHEAD`)
             prefetch_ahead(p, group_block);
         }
-        let terms = block(p, from_fn(|t| &ys[t][b]));
+        let terms = block(p, arr(|t| &ys[t][b]));
         for (acc, term) in acc.iter_mut().zip(terms) {
             *acc = _mm256_add_ps(*acc, term);
         }
@@ -84,7 +83,7 @@ macro_rules! kquant_kernels {
             let acc = super_blocks(
                 cols,
                 w,
-                from_fn(|t| acts.bytes(t)),
+                arr(|t| acts.bytes(t)),
                 $group_block,
                 |p, y| unsafe { $block::<T>(p, y) },
             );
@@ -215,7 +214,7 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
         shuffle(mn_hi, &BYTE_PAIRS[0]),
         shuffle(mn_hi, &BYTE_PAIRS[1]),
     ];
-    let msum: [__m256i; T] = from_fn(|t| {
+    let msum: [__m256i; T] = arr(|t| {
         // SAFETY: bsums is 32 bytes.
         let bsums = unsafe { ld256(ys[t].bsums.as_ptr()) };
         let bs = _mm256_madd_epi16(bsums, ones);
@@ -232,7 +231,7 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     // d * d8 * isum - dmin * d8 * msum, rounded as the scalar kernel rounds it
     // SAFETY: the eight f16 d and dmin.
     let (d, dmin) = unsafe { (scales8(p.add(q4_k::D)), scales8(p.add(q4_k::DMIN))) };
-    from_fn(|t| {
+    arr(|t| {
         let d8 = _mm256_set1_ps(ys[t].d());
         _mm256_sub_ps(
             _mm256_mul_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(isum[t])),
@@ -296,7 +295,7 @@ unsafe fn q6_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
             }
         }
     }
-    let offset: [__m256i; T] = from_fn(|t| {
+    let offset: [__m256i; T] = arr(|t| {
         let mut o = _mm256_setzero_si256();
         for p_ in 0..8 {
             // SAFETY: bsums 2p, 2p + 1 are 4 of the 32 bytes.
@@ -311,7 +310,7 @@ unsafe fn q6_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     // +0, and the running sum, starting at +0, is never -0.
     // SAFETY: the eight f16 d.
     let d = unsafe { scales8(p.add(q6_k::D)) };
-    from_fn(|t| {
+    arr(|t| {
         let isum = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(offset[t], 5));
         _mm256_mul_ps(
             _mm256_mul_ps(d, _mm256_set1_ps(ys[t].d())),
