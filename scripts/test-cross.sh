@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Cross-ISA kernel parity: runs superinfer-core's kernel tests (`kernels::`) on targets this
 # machine cannot run natively, and fails unless each ISA's parity test really ran and passed:
-#   aarch64  under qemu-user, twice: CPU `max` (NEON + dotprod: the SDOT kernels) and
-#            `cortex-a53` (ARMv8.0, NEON only: the widening-multiply kernels);
+#   aarch64  under qemu-user, twice: CPU `max` (NEON + dotprod: the SDOT kernels, and the
+#            interleaved-weight kernels, which need SDOT: `interleaved_parity_neon` must run
+#            there too) and `cortex-a53` (ARMv8.0, NEON only: the widening-multiply kernels;
+#            the table has no interleaved kernels and that test says it skipped);
 #   wasm32   wasip1 built with simd128, under Node's WASI (scripts/wasi-runner.mjs).
 # Installs what it needs when missing (apt packages, rustup targets). Builds go to
 # target-cross/ so they never disturb the native target/ directory.
@@ -43,11 +45,12 @@ fi
 
 failures=0
 
-# run_parity LABEL ISA CARGO_ARGS... : runs the tests, then checks that parity_ISA ran, passed
-# and was not skipped.
+# run_parity LABEL ISA X8 CARGO_ARGS... : runs the tests, then checks that parity_ISA ran,
+# passed and was not skipped; with X8=x8, interleaved_parity_ISA too (the interleaved-weight
+# kernels; it asserts the table has them for every interleaved format).
 run_parity() {
-    local label=$1 isa=$2
-    shift 2
+    local label=$1 isa=$2 x8=$3
+    shift 3
     local log start status=0
     log=$(mktemp)
     start=$SECONDS
@@ -62,6 +65,13 @@ run_parity() {
     elif ! grep -q "^test kernels::tests::parity_$isa \.\.\. ok$" "$log"; then
         echo "test-cross: $label: parity_$isa did not run" >&2
         failures=$((failures + 1))
+    elif [ "$x8" = x8 ] && grep -q "SKIPPED interleaved $isa " "$log"; then
+        echo "test-cross: $label: interleaved_parity_$isa was SKIPPED" >&2
+        failures=$((failures + 1))
+    elif [ "$x8" = x8 ] &&
+        ! grep -q "^test kernels::tests::interleaved_parity_$isa \.\.\. ok$" "$log"; then
+        echo "test-cross: $label: interleaved_parity_$isa did not run" >&2
+        failures=$((failures + 1))
     else
         echo "test-cross: $label: ok ($((SECONDS - start))s)"
     fi
@@ -69,17 +79,19 @@ run_parity() {
 }
 
 qemu="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-for cpu in max cortex-a53; do
+# the interleaved kernels need dotprod: required under `max`, absent under `cortex-a53`
+for cpu_x8 in max:x8 cortex-a53:-; do
+    cpu=${cpu_x8%:*}
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -cpu $cpu" \
-        run_parity "aarch64 (qemu -cpu $cpu)" neon \
+        run_parity "aarch64 (qemu -cpu $cpu)" neon "${cpu_x8#*:}" \
         cargo test -p superinfer-core --lib --target aarch64-unknown-linux-gnu \
         -- kernels:: --nocapture
 done
 
 RUSTFLAGS="-C target-feature=+simd128" \
 CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings $root/scripts/wasi-runner.mjs" \
-    run_parity "wasm32-wasip1 simd128 (node $(node --version))" simd128 \
+    run_parity "wasm32-wasip1 simd128 (node $(node --version))" simd128 - \
     cargo test -p superinfer-core --lib --target wasm32-wasip1 \
     -- kernels:: --nocapture --test-threads=1
 

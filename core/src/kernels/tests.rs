@@ -382,9 +382,7 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                         }
                         (a, sums)
                     };
-                    let tokens: Vec<_> = (0..2 * GEMM_TILE_MAX + 1)
-                        .map(|_| act())
-                        .collect();
+                    let tokens: Vec<_> = (0..2 * GEMM_TILE_MAX + 1).map(|_| act()).collect();
                     let (a, sums) = &tokens[0];
                     let (a, sums) = (a.clone(), sums.clone());
                     let packed = interleaved::repack(ty, rows, n, &w).unwrap();
@@ -480,6 +478,39 @@ fn interleaved_parity_avx2() {
 #[test]
 fn interleaved_parity_avx512() {
     interleaved_parity(Isa::Avx512);
+}
+
+/// NEON's interleaved kernels are SDOT kernels: with dotprod the table has them for every
+/// interleaved format (checked here, then their parity); without it (e.g. qemu's
+/// `cortex-a53`) it has none, so weights keep the row layout, and the test says it skipped.
+#[test]
+fn interleaved_parity_neon() {
+    let Some(k) = table_or_skip(Isa::Neon) else {
+        return;
+    };
+    let x8_types = WEIGHT_TYPES
+        .into_iter()
+        .filter(|&ty| quant::interleaved::supported(ty));
+    if !host_features().dotprod {
+        for ty in x8_types {
+            assert!(
+                k.gemv_x8(ty).is_none() && k.gemm_x8(ty).is_none(),
+                "neon without dotprod has an interleaved {ty} kernel"
+            );
+        }
+        eprintln!(
+            "SKIPPED interleaved neon kernel parity: this CPU has no dotprod (SDOT), so the \
+             NEON table has no interleaved kernels and weights keep the row layout"
+        );
+        return;
+    }
+    for ty in x8_types {
+        assert!(
+            k.gemv_x8(ty).is_some() && k.gemm_x8(ty).is_some(),
+            "neon with dotprod lacks an interleaved {ty} kernel"
+        );
+    }
+    interleaved_parity(Isa::Neon);
 }
 
 /// The f16 row primitives against the scalar ones, on lengths around every vector width.

@@ -36,7 +36,7 @@ fn blocks<B: bytemuck::Pod>(bytes: &[u8]) -> &[B] {
 
 /// f16 (little-endian bytes) to f32 with the `FCVT` instruction (exact, like `half`'s).
 #[inline(always)]
-fn fp16(b: [u8; 2]) -> f32 {
+pub(super) fn fp16(b: [u8; 2]) -> f32 {
     let x = u16::from_le_bytes(b);
     let y: f32;
     // SAFETY: FCVT (half to single) is part of base ARMv8 floating point; no memory access.
@@ -49,7 +49,7 @@ fn fp16(b: [u8; 2]) -> f32 {
 
 /// Widens the low four f16 lanes of `v` to f32 (`FCVTL`).
 #[inline(always)]
-fn f16_low(v: uint16x8_t) -> float32x4_t {
+pub(super) fn f16_low(v: uint16x8_t) -> float32x4_t {
     let y: float32x4_t;
     // SAFETY: FCVTL is base ARMv8 Advanced SIMD; no memory access.
     unsafe {
@@ -61,7 +61,7 @@ fn f16_low(v: uint16x8_t) -> float32x4_t {
 
 /// Widens the high four f16 lanes of `v` to f32 (`FCVTL2`).
 #[inline(always)]
-fn f16_high(v: uint16x8_t) -> float32x4_t {
+pub(super) fn f16_high(v: uint16x8_t) -> float32x4_t {
     let y: float32x4_t;
     // SAFETY: as `f16_low`.
     unsafe {

@@ -5,8 +5,12 @@ use super::{repack_scale_chunks, unpack_scale_chunks, ROWS};
 
 const BLOCK: usize = 18;
 const CHUNKS: usize = 4;
-/// Bytes of one interleaved block group (eight rows' blocks), used by the x86 batch kernels.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+/// Bytes of one interleaved block group (eight rows' blocks), used by the x86 and aarch64
+/// kernels.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) const GROUP_BLOCK: usize = ROWS * BLOCK;
 
 pub(super) fn repack(src: &[u8], dst: &mut [u8], row_bytes: usize) {
