@@ -17,9 +17,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
-use super::avx2_x8::{
-    accumulate, bcast4, gemm_decoded, q5_0_decode, scales8, Decoded,
-};
+use super::avx2_x8::{accumulate, bcast4, gemm_decoded, q5_0_decode, scales8, Decoded};
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 
@@ -166,14 +164,14 @@ const PAIR_BLOCKS: usize = 16;
 /// `[lo, hi]` as one 512-bit vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn join(lo: __m256i, hi: __m256i) -> __m512i {
+pub(super) fn join(lo: __m256i, hi: __m256i) -> __m512i {
     _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)
 }
 
 /// `[lo, hi]` as one 512-bit float vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn join_ps(lo: __m256, hi: __m256) -> __m512 {
+pub(super) fn join_ps(lo: __m256, hi: __m256) -> __m512 {
     _mm512_castsi512_ps(join(_mm256_castps_si256(lo), _mm256_castps_si256(hi)))
 }
 
@@ -334,9 +332,16 @@ unsafe fn gemm_groups(
     if !wg.is_empty() {
         // SAFETY: the decoder reads one group block (the caller's contract).
         unsafe {
-            gemm_decoded(cols, wg, acts, og, group_block, TILE, decode, |d, b0, a, o| {
-                tile_any(d, b0, a, shift, o)
-            })
+            gemm_decoded(
+                cols,
+                wg,
+                acts,
+                og,
+                group_block,
+                TILE,
+                decode,
+                |d, b0, a, o| tile_any(d, b0, a, shift, o),
+            )
         }
     }
 }
