@@ -470,6 +470,56 @@ fn gemm_matches_gemv(
     }
 }
 
+/// Every activation quantizer of `isa` against the scalar one, bit for bit: random, zero,
+/// extreme, tiny and outlier rows, ties for the largest magnitude of either sign, NaN and
+/// infinities.
+pub(crate) fn quantize_parity(isa: Isa) {
+    let Some(k) = table_or_skip(isa) else { return };
+    let scalar = Kernels::scalar();
+    let mut rng = Rng::new(0x9_0000 + isa as u64);
+    let mut checked = 0;
+    for ty in [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K] {
+        let (Some(got_q), Some(want_q)) = (k.quantize_row(ty), scalar.quantize_row(ty)) else {
+            continue;
+        };
+        checked += 1;
+        let n = 4 * 256;
+        let fills = [Fill::Normal, Fill::Zero, Fill::Huge, Fill::Tiny, Fill::Outlier];
+        let mut rows: Vec<Vec<f32>> = fills.iter().map(|&f| values(&mut rng, n, f)).collect();
+        let mut ties = values(&mut rng, n, Fill::Normal);
+        for (i, x) in ties.iter_mut().enumerate() {
+            if i % 37 == 3 {
+                *x = if i % 2 == 0 { 2.0 } else { -2.0 };
+            }
+        }
+        rows.push(ties);
+        let mut odd = values(&mut rng, n, Fill::Normal);
+        odd[7] = f32::NAN;
+        odd[300] = f32::INFINITY;
+        odd[600] = f32::NEG_INFINITY;
+        odd[900] = -0.0;
+        rows.push(odd);
+        for x in rows {
+            let bytes = ty.bytes_for(n as u64).unwrap() as usize;
+            let (mut got, mut want) = (vec![0u8; bytes], vec![0u8; bytes]);
+            got_q(&x, &mut got);
+            want_q(&x, &mut want);
+            assert_eq!(got, want, "{} {ty} quantizer differs from scalar", isa.name());
+        }
+    }
+    eprintln!("{}: {checked} activation quantizers checked", isa.name());
+}
+
+#[test]
+fn quantize_parity_avx2() {
+    quantize_parity(Isa::Avx2);
+}
+
+#[test]
+fn quantize_parity_avx512() {
+    quantize_parity(Isa::Avx512);
+}
+
 #[test]
 fn interleaved_parity_avx2() {
     interleaved_parity(Isa::Avx2);

@@ -7,6 +7,7 @@
 mod avx2;
 mod avx2_f16;
 mod avx2_math;
+mod avx2_quant;
 mod avx2_x8;
 mod avx2_x8_k;
 mod avx512;
@@ -188,6 +189,14 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_geglu(|g, u| {
         // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
         unsafe { avx2_math::geglu(g, u) }
+    });
+    k.set_quantize_row(GgmlType::Q8_0, |x, q| {
+        // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
+        unsafe { avx2_quant::quantize_q8_0(x, q) }
+    });
+    k.set_quantize_row(GgmlType::Q8_K, |x, q| {
+        // SAFETY: as above.
+        unsafe { avx2_quant::quantize_q8_k(x, q) }
     });
     use avx2_safe::*;
     k.set_vec_dot(GgmlType::F32, dot_f32);
