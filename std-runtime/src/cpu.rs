@@ -21,7 +21,37 @@ pub fn detect() -> CpuFeatures {
         f.neon = std::arch::is_aarch64_feature_detected!("neon");
         f.dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
     }
+    f.l2_bytes = l2_bytes().unwrap_or(0);
     f
+}
+
+/// One core's L2 cache size from Linux's sysfs (`cache/index*/` of cpu0 with level 2 and a
+/// data or unified type), if this system tells.
+fn l2_bytes() -> Option<usize> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).ok();
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+        else {
+            continue;
+        };
+        if level.trim() != "2" || kind.trim() == "Instruction" {
+            continue;
+        }
+        let size = size.trim();
+        let (digits, unit) = size.split_at(
+            size.find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(size.len()),
+        );
+        let n: usize = digits.parse().ok()?;
+        return Some(match unit {
+            "K" => n << 10,
+            "M" => n << 20,
+            "" => n,
+            _ => return None,
+        });
+    }
+    None
 }
 
 /// The ISA forced by the `SUPERINFER_ISA` environment variable, if set.

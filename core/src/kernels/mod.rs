@@ -33,6 +33,9 @@ pub struct CpuFeatures {
     pub neon: bool,
     pub dotprod: bool,
     pub simd128: bool,
+    /// Bytes of one core's L2 cache, when the frontend knows it (0: unknown). The batch
+    /// matmul sizes its blocks of tokens by it.
+    pub l2_bytes: usize,
 }
 
 /// Instruction sets a kernel table can be built for.
@@ -94,7 +97,11 @@ pub struct Kernels {
     swiglu: fn(gate: &mut [f32], up: &[f32]),
     geglu: fn(gate: &mut [f32], up: &[f32]),
     flash: FlashFn,
+    l2_bytes: usize,
 }
+
+/// The L2 size assumed when the frontend did not detect one.
+const DEFAULT_L2_BYTES: usize = 512 << 10;
 
 impl Kernels {
     /// The scalar table (always available).
@@ -109,6 +116,7 @@ impl Kernels {
             swiglu: crate::ops::activation::swiglu,
             geglu: crate::ops::activation::geglu,
             flash: crate::ops::attention::flash::tile,
+            l2_bytes: DEFAULT_L2_BYTES,
         };
         generic::fill(&mut k);
         k
@@ -116,6 +124,11 @@ impl Kernels {
 
     pub fn isa(&self) -> Isa {
         self.isa
+    }
+
+    /// One core's L2 cache in bytes (detected, or a common size when unknown).
+    pub fn l2_bytes(&self) -> usize {
+        self.l2_bytes
     }
 
     /// Dot product of a weight row of type `ty` with an activation row already quantized to
@@ -236,6 +249,9 @@ pub fn select(features: &CpuFeatures, force: Option<Isa>) -> Result<Kernels, cra
     };
     let mut k = Kernels::scalar();
     k.isa = isa;
+    if features.l2_bytes > 0 {
+        k.l2_bytes = features.l2_bytes;
+    }
     // SAFETY (all arms): `available()` only lists an ISA when `features` reports every
     // target feature its kernels are compiled for.
     match isa {

@@ -484,7 +484,13 @@ pub(crate) fn quantize_parity(isa: Isa) {
         };
         checked += 1;
         let n = 4 * 256;
-        let fills = [Fill::Normal, Fill::Zero, Fill::Huge, Fill::Tiny, Fill::Outlier];
+        let fills = [
+            Fill::Normal,
+            Fill::Zero,
+            Fill::Huge,
+            Fill::Tiny,
+            Fill::Outlier,
+        ];
         let mut rows: Vec<Vec<f32>> = fills.iter().map(|&f| values(&mut rng, n, f)).collect();
         let mut ties = values(&mut rng, n, Fill::Normal);
         for (i, x) in ties.iter_mut().enumerate() {
@@ -504,7 +510,12 @@ pub(crate) fn quantize_parity(isa: Isa) {
             let (mut got, mut want) = (vec![0u8; bytes], vec![0u8; bytes]);
             got_q(&x, &mut got);
             want_q(&x, &mut want);
-            assert_eq!(got, want, "{} {ty} quantizer differs from scalar", isa.name());
+            assert_eq!(
+                got,
+                want,
+                "{} {ty} quantizer differs from scalar",
+                isa.name()
+            );
         }
     }
     eprintln!("{}: {checked} activation quantizers checked", isa.name());

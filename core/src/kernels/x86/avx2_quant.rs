@@ -86,8 +86,9 @@ pub(super) fn quantize_q8_0(src: &[f32], dst: &mut [u8]) {
         let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
         b.d = to_h(d);
         // SAFETY: the block's 32 values, in four vectors.
-        let q: [__m256i; 4] =
-            core::array::from_fn(|k| nearest(unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * k)) }, id));
+        let q: [__m256i; 4] = core::array::from_fn(|k| {
+            nearest(unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * k)) }, id)
+        });
         // SAFETY: the block's 32 quants.
         unsafe { store_low_bytes(q, b.qs.as_mut_ptr()) };
     }
