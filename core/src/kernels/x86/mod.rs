@@ -13,9 +13,9 @@ mod avx2_x8_k;
 mod avx512;
 mod avx512_x8;
 mod avx512_x8_k;
+mod flash_simd;
 
-use super::{CpuFeatures, F16Ops, Kernels};
-use crate::ops::attention::flash;
+use super::{CpuFeatures, Kernels};
 use crate::quant::GgmlType;
 
 /// Wraps `unsafe fn(usize, &[u8], &[u8]) -> f32` kernels in safe `fn`s of the same name.
@@ -137,33 +137,6 @@ mod avx2_f16_safe {
     }
 }
 
-/// The flash-attention tile compiled for AVX2 + FMA: the portable body, vectorised by the
-/// compiler, with fused multiply-adds as ggml's tiled kernel.
-#[target_feature(enable = "avx2,fma,f16c")]
-fn flash_avx2(ops: &F16Ops, t: &flash::Tile<'_>, s: &mut flash::FlashScratch) {
-    flash::tile_body::<Fma8>(ops, t, s)
-}
-
-/// `a = fma(x, b, a)` on eight lanes.
-struct Fma8;
-
-impl flash::Mad8 for Fma8 {
-    #[inline(always)]
-    fn mad8(a: &mut [f32; flash::LANES], x: f32, b: &[f32; flash::LANES]) {
-        use core::arch::x86_64::*;
-        // SAFETY: only instantiated in `flash_avx2`, which is compiled with FMA and installed
-        // only where the CPU has it; the arrays are eight floats.
-        unsafe {
-            let r = _mm256_fmadd_ps(
-                _mm256_set1_ps(x),
-                _mm256_loadu_ps(b.as_ptr()),
-                _mm256_loadu_ps(a.as_ptr()),
-            );
-            _mm256_storeu_ps(a.as_mut_ptr(), r);
-        }
-    }
-}
-
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C.
 pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
@@ -180,7 +153,7 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     });
     k.set_flash(|ops, t, s| {
         // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
-        unsafe { flash_avx2(ops, t, s) }
+        unsafe { flash_simd::flash_avx2(ops, t, s) }
     });
     k.set_swiglu(|g, u| {
         // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
@@ -230,6 +203,11 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
 pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
     // SAFETY: AVX-512 implies the AVX2 set here (checked by `available`).
     unsafe { fill_avx2(k, f) };
+    k.set_flash(|ops, t, s| {
+        // SAFETY: installed only here, where the caller guarantees AVX-512 F/BW/VL with the
+        // AVX2 set.
+        unsafe { flash_simd::flash_avx512(ops, t, s) }
+    });
     if f.avx512vnni {
         use avx512_safe::*;
         k.set_vec_dot(GgmlType::Q4_0, dot_q4_0);

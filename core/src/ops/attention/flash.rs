@@ -1,9 +1,15 @@
 //! Flash attention for prompt batches: a tile of query rows (every query head sharing one KV
 //! head, for a run of consecutive tokens) walks the cache [`KEYS`] positions at a time with
-//! an online softmax, so there is no score matrix beyond `rows × KEYS`, each key and value
-//! row is converted to f32 once per tile instead of once per query head and token, and the
-//! dot products run as a small register-tiled matrix product (four query rows × sixteen
-//! keys per step) instead of one query at a time.
+//! an online softmax, so there is no score matrix beyond `rows × KEYS`, and each key and
+//! value row is converted to f32 once per tile instead of once per query head and token.
+//!
+//! The tile is laid out with **query rows across the vector lanes**: the queries are
+//! transposed once per tile (`qt[d]`: element `d` of [`Simd::LANES`] rows), so a key's score
+//! against those rows is a chain of multiply-adds of `qt[d]` by the key's element `d`
+//! (broadcast), the softmax of a block is vertical (per-row maxima, exponentials and sums
+//! are lane-wise, no horizontal reductions) and the output accumulates transposed
+//! (`ot[i] += p_j · v_j[i]`, the value element broadcast). Keys and values are read as
+//! plain rows: nothing but the queries and the output is ever transposed.
 //!
 //! Every cache type works: F16 and F32 rows are converted, Q8_0 rows dequantized (a quantized
 //! cache's Hadamard rotation is already in q, k and v). Per key block and query row:
@@ -11,18 +17,16 @@
 //! `m' = max(m, max s)`, `p = e^(s - m')`, `l = l·e^(m - m') + Σp`, `o = o·e^(m - m') + Σ p·v`;
 //! at the end `o / l`.
 //!
-//! The body is plain Rust with no reassociation (fixed order), compiled once per ISA with
-//! that ISA's target features (see `kernels::x86`) and generic over how eight lanes
-//! multiply-add ([`Mad8`]): the AVX2 instance fuses them as ggml's flash-attention GEMM does
-//! (`vfmadd`, scores summed over the head dimension and values over the keys in the same
-//! order as llama.cpp's tiled kernel), the portable one multiplies and adds. Qwen2.5's large
-//! keys make its perplexity sensitive even to that rounding (fused: 0.18% from
-//! llama-perplexity on the fixture text; unfused: 0.38%). Apart from it and the exponential
-//! (the table's `exp_sub`, within a few ulp of `libm::expf`) every instance computes the same.
+//! The body is plain Rust generic over [`Simd`] (the lanes, how they multiply-add and the
+//! exponential) and compiled once per ISA with that ISA's target features (see
+//! `kernels::x86`): per row, scores are summed over the head dimension and values over the
+//! keys in order, fused on ISAs with FMA as ggml's flash-attention GEMM does (Qwen2.5's large
+//! keys make its perplexity sensitive even to that rounding: fused 0.18% from
+//! llama-perplexity on the fixture text, unfused 0.38%). Lane width does not change a row's
+//! arithmetic, so the 8- and 16-lane FMA instances agree bit for bit.
 
 use alloc::vec;
 use alloc::vec::Vec;
-use core::array::from_fn;
 use core::ops::Range;
 
 use super::kv::{HeadRows, KvView};
@@ -33,12 +37,16 @@ use crate::quant::legacy::{dequantize_q8_0, QK};
 /// Key positions per block.
 pub const KEYS: usize = 16;
 
-/// Query rows the scores micro-kernel runs together (four rows × [`KEYS`] keys of sums).
-const ROWS: usize = 4;
+/// Keys whose scores (or values) one pass keeps in registers: eight independent chains of
+/// multiply-adds, few enough for 16 vector registers.
+const PASS: usize = 8;
 
-/// Query rows a tile aims for: with 64-wide heads, 32 rows of q, output and scores plus one
-/// key and one value block (8 KiB together) stay in L1.
-const TILE_ROWS: usize = 32;
+/// Query rows a tile aims for: with 64-wide heads, the transposed queries and output of 64
+/// rows (16 KiB each) and one block of keys and values (8 KiB) stay in L1 or close to it.
+const TILE_ROWS: usize = 64;
+
+/// The widest lane count of any instance (the scratch is laid out for it).
+const MAX_LANES: usize = 16;
 
 /// Tokens per tile for `group` query heads per KV head.
 pub fn tile_tokens(group: usize) -> usize {
@@ -65,41 +73,50 @@ pub type FlashFn = fn(ops: &F16Ops, tile: &Tile<'_>, s: &mut FlashScratch);
 pub struct FlashScratch {
     dk: usize,
     dv: usize,
-    /// `dv` rounded up to whole slabs: the stride of `out`.
-    dv_pad: usize,
+    /// Query rows, row after row (written by the caller).
     q: Vec<f32>,
     windows: Vec<Range<usize>>,
+    /// Output rows, row after row (read by the caller).
     out: Vec<f32>,
-    /// One key block, transposed: `kt[d·KEYS + j]` is element `d` of key `j`.
-    kt: Vec<f32>,
-    /// One value block in slabs of eight lanes: `vb[(c·KEYS + j)·8 + l]` is element
-    /// `8c + l` of value `j` (zero past `dv`).
-    vb: Vec<f32>,
-    scores: Vec<f32>,
+    /// The queries transposed: `qt[(v·dk + d)·L + l]` is element `d` of row `v·L + l`.
+    qt: Vec<f32>,
+    /// The output transposed alike (`dv` elements per row).
+    ot: Vec<f32>,
+    /// Per row: running maximum, running sum, window start and end (as f32: exact below
+    /// 2^24 positions).
     max: Vec<f32>,
     sum: Vec<f32>,
-    row: Vec<f32>,
+    start: Vec<f32>,
+    end: Vec<f32>,
+    /// One block of keys and of values, as f32 rows.
+    kb: Vec<f32>,
+    vb: Vec<f32>,
+    /// The block's scores, then probabilities: `p[j·L + l]` for key `j`, row `l` of a lane
+    /// vector.
+    p: Vec<f32>,
 }
 
 impl FlashScratch {
     pub fn new(shape: AttnShape) -> FlashScratch {
         let (dk, dv) = (shape.head_dim_k, shape.head_dim_v);
         let group = (shape.n_head / shape.n_head_kv.max(1)).max(1);
-        let rows = (tile_tokens(group) * group).next_multiple_of(ROWS);
-        let dv_pad = dv.next_multiple_of(LANES);
+        let rows = tile_tokens(group) * group;
+        let padded = rows.next_multiple_of(MAX_LANES);
         FlashScratch {
             dk,
             dv,
-            dv_pad,
             q: vec![0.0; rows * dk],
             windows: vec![0..0; rows],
-            out: vec![0.0; rows * dv_pad],
-            kt: vec![0.0; dk * KEYS],
-            vb: vec![0.0; KEYS * dv_pad],
-            scores: vec![0.0; rows * KEYS],
-            max: vec![0.0; rows],
-            sum: vec![0.0; rows],
-            row: vec![0.0; dk.max(dv_pad)],
+            out: vec![0.0; rows * dv],
+            qt: vec![0.0; padded * dk],
+            ot: vec![0.0; padded * dv],
+            max: vec![0.0; padded],
+            sum: vec![0.0; padded],
+            start: vec![0.0; padded],
+            end: vec![0.0; padded],
+            kb: vec![0.0; KEYS * dk],
+            vb: vec![0.0; KEYS * dv],
+            p: vec![0.0; KEYS * MAX_LANES],
         }
     }
 
@@ -118,7 +135,7 @@ impl FlashScratch {
 
     /// Output row `r` (head size `dv`) after the kernel ran.
     pub fn output(&self, r: usize) -> &[f32] {
-        &self.out[r * self.dv_pad..][..self.dv]
+        &self.out[r * self.dv..][..self.dv]
     }
 }
 
@@ -135,150 +152,229 @@ fn load_row(ops: &F16Ops, view: KvView<'_>, head: HeadRows, t: usize, dst: &mut 
     }
 }
 
-/// Lanes of the fixed-size arrays the micro-kernels are written in (one 256-bit vector).
-pub const LANES: usize = 8;
-
-/// `a[l] += x · b[l]` on eight lanes: how an instance of the kernel multiply-adds.
-pub trait Mad8 {
-    fn mad8(a: &mut [f32; LANES], x: f32, b: &[f32; LANES]);
+/// The vector operations the kernel body is written in; each ISA's instance implements them
+/// on its registers (all `#[inline(always)]`, inlined into the instance's `target_feature`
+/// function).
+pub trait Simd {
+    /// Lanes per vector (at most 16).
+    const LANES: usize;
+    type V: Copy;
+    fn splat(x: f32) -> Self::V;
+    /// The first `LANES` values of `s`.
+    fn load(s: &[f32]) -> Self::V;
+    fn store(v: Self::V, s: &mut [f32]);
+    fn add(a: Self::V, b: Self::V) -> Self::V;
+    fn mul(a: Self::V, b: Self::V) -> Self::V;
+    fn max(a: Self::V, b: Self::V) -> Self::V;
+    fn sub(a: Self::V, b: Self::V) -> Self::V;
+    /// `a + x · b` (fused where the instance fuses).
+    fn mad(a: Self::V, x: f32, b: Self::V) -> Self::V;
+    /// `s` where `start <= pos < end`, -∞ elsewhere.
+    fn mask(s: Self::V, pos: f32, start: Self::V, end: Self::V) -> Self::V;
+    /// `a - b`, but 0 where `a == b` (so -∞ - -∞ gives 0, not NaN).
+    fn diff(a: Self::V, b: Self::V) -> Self::V;
+    /// `e^x`, 0 where `x < -87.3` (below the normal range) or NaN.
+    fn exp(x: Self::V) -> Self::V;
 }
 
-/// Separate multiply and add (the portable instance).
-pub struct MulAdd;
+/// The portable instance: eight lanes, separate multiply and add, `libm::expf`.
+pub struct Portable;
 
-impl Mad8 for MulAdd {
+impl Simd for Portable {
+    const LANES: usize = 8;
+    type V = [f32; 8];
     #[inline(always)]
-    fn mad8(a: &mut [f32; LANES], x: f32, b: &[f32; LANES]) {
-        for (a, &b) in a.iter_mut().zip(b) {
-            *a += x * b;
-        }
+    fn splat(x: f32) -> [f32; 8] {
+        [x; 8]
+    }
+    #[inline(always)]
+    fn load(s: &[f32]) -> [f32; 8] {
+        s[..8].try_into().expect("eight values")
+    }
+    #[inline(always)]
+    fn store(v: [f32; 8], s: &mut [f32]) {
+        s[..8].copy_from_slice(&v);
+    }
+    #[inline(always)]
+    fn add(a: [f32; 8], b: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| a[l] + b[l])
+    }
+    #[inline(always)]
+    fn mul(a: [f32; 8], b: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| a[l] * b[l])
+    }
+    #[inline(always)]
+    fn max(a: [f32; 8], b: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| a[l].max(b[l]))
+    }
+    #[inline(always)]
+    fn sub(a: [f32; 8], b: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| a[l] - b[l])
+    }
+    #[inline(always)]
+    fn mad(a: [f32; 8], x: f32, b: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| a[l] + x * b[l])
+    }
+    #[inline(always)]
+    fn mask(s: [f32; 8], pos: f32, start: [f32; 8], end: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| {
+            if start[l] <= pos && pos < end[l] {
+                s[l]
+            } else {
+                f32::NEG_INFINITY
+            }
+        })
+    }
+    #[inline(always)]
+    fn diff(a: [f32; 8], b: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| if a[l] == b[l] { 0.0 } else { a[l] - b[l] })
+    }
+    #[inline(always)]
+    fn exp(x: [f32; 8]) -> [f32; 8] {
+        core::array::from_fn(|l| if x[l] >= -87.3 { libm::expf(x[l]) } else { 0.0 })
     }
 }
 
-/// `out[i·KEYS + j] = Σ_d q_i[d] · kt[d·KEYS + j]` for [`ROWS`] query rows, `d` in order.
+/// Row `r`'s value in a transposed buffer of `len` elements per row.
 #[inline(always)]
-fn scores_block<M: Mad8>(q: &[f32], dk: usize, kt: &[f32], out: &mut [f32]) {
-    let q: [&[f32]; ROWS] = from_fn(|i| &q[i * dk..(i + 1) * dk]);
-    let mut lo = [[0.0f32; LANES]; ROWS];
-    let mut hi = [[0.0f32; LANES]; ROWS];
-    for (d, k) in kt.chunks_exact(KEYS).take(dk).enumerate() {
-        let (k0, k1) = k.split_at(LANES);
-        let (k0, k1): (&[f32; LANES], &[f32; LANES]) =
-            (k0.try_into().unwrap(), k1.try_into().unwrap());
-        for i in 0..ROWS {
-            let x = q[i][d];
-            M::mad8(&mut lo[i], x, k0);
-            M::mad8(&mut hi[i], x, k1);
-        }
-    }
-    for (i, o) in out.chunks_exact_mut(KEYS).take(ROWS).enumerate() {
-        o[..LANES].copy_from_slice(&lo[i]);
-        o[LANES..].copy_from_slice(&hi[i]);
-    }
-}
-
-/// `o[i] += Σ_j p[j] · v_j[i]`, `j` in order, over the value block's slabs (`vb`: slab
-/// `c` holds lanes `8c..8c + 8` of every key's value).
-#[inline(always)]
-fn add_values<M: Mad8>(o: &mut [f32], p: &[f32], vb: &[f32]) {
-    for (oc, slab) in o.chunks_exact_mut(LANES).zip(vb.chunks_exact(KEYS * LANES)) {
-        let oc: &mut [f32; LANES] = oc.try_into().unwrap();
-        let mut a = *oc;
-        for (&p, v) in p.iter().zip(slab.chunks_exact(LANES)) {
-            M::mad8(&mut a, p, v.try_into().unwrap());
-        }
-        *oc = a;
-    }
+fn lane_at<S: Simd>(len: usize, r: usize, i: usize) -> usize {
+    ((r / S::LANES) * len + i) * S::LANES + r % S::LANES
 }
 
 /// The kernel body; `kernels` instantiates it per ISA.
 #[inline(always)]
-pub fn tile_body<M: Mad8>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
-    let (dk, dv, dvp, n) = (s.dk, s.dv, s.dv_pad, t.n_rows.min(s.capacity()));
+pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
+    let l = S::LANES;
+    let (dk, dv, n) = (s.dk, s.dv, t.n_rows.min(s.capacity()));
     if n == 0 {
         return;
     }
-    let padded = n.next_multiple_of(ROWS);
-    s.q[n * dk..padded * dk].fill(0.0);
+    let vecs = n.div_ceil(l);
+    let padded = vecs * l;
+    // transpose the queries; rows past n attend to nothing
+    for r in 0..padded {
+        let (w, q) = if r < n {
+            (s.windows[r].clone(), &s.q[r * dk..(r + 1) * dk])
+        } else {
+            (0..0, &s.q[..0])
+        };
+        for d in 0..dk {
+            s.qt[lane_at::<S>(dk, r, d)] = q.get(d).copied().unwrap_or(0.0);
+        }
+        (s.start[r], s.end[r]) = (w.start as f32, w.end as f32);
+    }
+    s.max[..padded].fill(f32::NEG_INFINITY);
+    s.sum[..padded].fill(0.0);
+    s.ot[..padded * dv].fill(0.0);
     let windows = &s.windows[..n];
     let lo = windows.iter().map(|w| w.start).min().unwrap_or(0);
     let hi = windows.iter().map(|w| w.end).max().unwrap_or(0);
-    s.max[..n].fill(f32::NEG_INFINITY);
-    s.sum[..n].fill(0.0);
-    s.out[..n * dvp].fill(0.0);
     for kb in (lo..hi).step_by(KEYS) {
         let nk = KEYS.min(hi - kb);
-        for j in 0..KEYS {
-            if j < nk {
-                load_row(ops, t.keys, t.k_head, kb + j, &mut s.row[..dk]);
-            } else {
-                s.row[..dk].fill(0.0);
-            }
-            for (c, &x) in s.kt.chunks_exact_mut(KEYS).zip(&s.row[..dk]) {
-                c[j] = x;
-            }
-            let v = &mut s.row[..dvp];
-            v.fill(0.0);
-            if j < nk {
-                load_row(ops, t.values, t.v_head, kb + j, &mut v[..dv]);
-            }
-            for (slab, x) in
-                s.vb.chunks_exact_mut(KEYS * LANES)
-                    .zip(v.chunks_exact(LANES))
-            {
-                slab[j * LANES..(j + 1) * LANES].copy_from_slice(x);
-            }
-        }
-        for r0 in (0..padded).step_by(ROWS) {
-            scores_block::<M>(
-                &s.q[r0 * dk..(r0 + ROWS) * dk],
-                dk,
-                &s.kt[..dk * KEYS],
-                &mut s.scores[r0 * KEYS..(r0 + ROWS) * KEYS],
+        for j in 0..nk {
+            load_row(
+                ops,
+                t.keys,
+                t.k_head,
+                kb + j,
+                &mut s.kb[j * dk..(j + 1) * dk],
+            );
+            load_row(
+                ops,
+                t.values,
+                t.v_head,
+                kb + j,
+                &mut s.vb[j * dv..(j + 1) * dv],
             );
         }
-        for (r, w) in windows.iter().enumerate() {
-            // the keys of this block in the row's window
-            let (j0, j1) = (w.start.max(kb) - kb, w.end.min(kb + nk).saturating_sub(kb));
-            if j0 >= j1 {
+        for v in 0..vecs {
+            let rows = v * l..(v + 1) * l;
+            // rows of this vector whose windows meet the block
+            let meets = windows[rows.start.min(n)..rows.end.min(n)]
+                .iter()
+                .any(|w| w.start < kb + nk && w.end > kb);
+            if !meets {
                 continue;
             }
-            let p = &mut s.scores[r * KEYS..(r + 1) * KEYS];
-            p[..j0].fill(f32::NEG_INFINITY);
-            p[j1..].fill(f32::NEG_INFINITY);
-            let mut block_max = f32::NEG_INFINITY;
-            for x in &mut p[j0..j1] {
-                let y = *x * t.scale;
-                *x = match t.softcap {
-                    Some(c) => c * libm::tanhf(y / c),
-                    None => y,
-                };
-                block_max = block_max.max(*x);
+            let qt = &s.qt[v * dk * l..(v + 1) * dk * l];
+            // scores, PASS keys at a time: sc[j] = Σ_d k_j[d] · qt[d], d in order
+            for j0 in (0..nk).step_by(PASS) {
+                let m = PASS.min(nk - j0);
+                let mut acc = [S::splat(0.0); PASS];
+                for d in 0..dk {
+                    let q = S::load(&qt[d * l..]);
+                    for (j, acc) in acc.iter_mut().enumerate().take(m) {
+                        *acc = S::mad(*acc, s.kb[(j0 + j) * dk + d], q);
+                    }
+                }
+                for (j, acc) in acc.iter().enumerate().take(m) {
+                    S::store(*acc, &mut s.p[(j0 + j) * l..]);
+                }
             }
-            let m = s.max[r];
-            let m_new = m.max(block_max);
-            let rescale = if m == f32::NEG_INFINITY {
-                0.0
-            } else {
-                libm::expf(m - m_new)
-            };
-            (ops.exp_sub)(p, m_new);
-            let o = &mut s.out[r * dvp..(r + 1) * dvp];
-            if rescale != 1.0 {
-                o.iter_mut().for_each(|x| *x *= rescale);
+            // online softmax over the block, lane-wise
+            let (start, end) = (S::load(&s.start[v * l..]), S::load(&s.end[v * l..]));
+            let scale = S::splat(t.scale);
+            let mut block_max = S::splat(f32::NEG_INFINITY);
+            for j in 0..nk {
+                let mut x = S::mul(S::load(&s.p[j * l..]), scale);
+                if let Some(c) = t.softcap {
+                    let mut a = [0.0f32; MAX_LANES];
+                    S::store(x, &mut a);
+                    a[..l].iter_mut().for_each(|y| *y = c * libm::tanhf(*y / c));
+                    x = S::load(&a);
+                }
+                let x = S::mask(x, (kb + j) as f32, start, end);
+                S::store(x, &mut s.p[j * l..]);
+                block_max = S::max(block_max, x);
             }
-            s.sum[r] = s.sum[r] * rescale + p.iter().sum::<f32>();
-            s.max[r] = m_new;
-            add_values::<M>(o, p, &s.vb);
+            let m_old = S::load(&s.max[v * l..]);
+            let m_new = S::max(m_old, block_max);
+            // e^(m - m') once per block and row: libm's, as the one-row kernel's
+            let mut a = [0.0f32; MAX_LANES];
+            S::store(S::diff(m_old, m_new), &mut a);
+            a[..l].iter_mut().for_each(|x| *x = libm::expf(*x));
+            let rescale = S::load(&a);
+            let mut sum = S::splat(0.0);
+            for j in 0..nk {
+                // a masked key: -∞ - m' is -∞ (or NaN when m' is -∞ too): 0 either way
+                let p = S::exp(S::sub(S::load(&s.p[j * l..]), m_new));
+                S::store(p, &mut s.p[j * l..]);
+                sum = S::add(sum, p);
+            }
+            let l_old = S::load(&s.sum[v * l..]);
+            S::store(S::add(S::mul(l_old, rescale), sum), &mut s.sum[v * l..]);
+            S::store(m_new, &mut s.max[v * l..]);
+            // ot[i] = ot[i] · rescale + Σ_j p_j · v_j[i], j in order, PASS keys at a time
+            let ot = &mut s.ot[v * dv * l..(v + 1) * dv * l];
+            for j0 in (0..nk).step_by(PASS) {
+                let m = PASS.min(nk - j0);
+                let mut p = [S::splat(0.0); PASS];
+                for (j, p) in p.iter_mut().enumerate().take(m) {
+                    *p = S::load(&s.p[(j0 + j) * l..]);
+                }
+                for i in 0..dv {
+                    let mut a = S::load(&ot[i * l..]);
+                    if j0 == 0 {
+                        a = S::mul(a, rescale);
+                    }
+                    for (j, p) in p.iter().enumerate().take(m) {
+                        a = S::mad(a, s.vb[(j0 + j) * dv + i], *p);
+                    }
+                    S::store(a, &mut ot[i * l..]);
+                }
+            }
         }
     }
-    for (o, &l) in s.out.chunks_exact_mut(dvp).zip(&s.sum[..n]) {
-        let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
-        o.iter_mut().for_each(|x| *x *= inv);
+    for r in 0..n {
+        let sum = s.sum[r];
+        let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+        for i in 0..dv {
+            s.out[r * dv + i] = s.ot[lane_at::<S>(dv, r, i)] * inv;
+        }
     }
 }
 
 /// The portable instance of [`tile_body`].
 pub fn tile(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
-    tile_body::<MulAdd>(ops, t, s)
+    tile_body::<Portable>(ops, t, s)
 }

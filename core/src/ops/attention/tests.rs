@@ -236,6 +236,7 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                 let (k, k64) = Stored::new(k_type, &k_src);
                 let (v, v64) = Stored::new(v_type, &v_src);
                 let mut reference: Vec<Vec<f32>> = Vec::new();
+                let mut avx2: Option<Vec<Vec<f32>>> = None;
                 for kern in core::iter::once(&scalar).chain(&tables) {
                     let mut s = FlashScratch::new(shape);
                     let tokens = flash::tile_tokens(group);
@@ -303,6 +304,21 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                                 outs.push(got.to_vec());
                             }
                         }
+                    }
+                    // 8 and 16 lanes of the same fused arithmetic: the same bits
+                    match kern.isa() {
+                        Isa::Avx2 => avx2 = Some(outs.clone()),
+                        Isa::Avx512 => {
+                            if let Some(a) = &avx2 {
+                                let same = a
+                                    .iter()
+                                    .flatten()
+                                    .zip(outs.iter().flatten())
+                                    .all(|(x, y)| x.to_bits() == y.to_bits());
+                                assert!(same, "avx512 differs from avx2 (case {ci})");
+                            }
+                        }
+                        _ => {}
                     }
                     if reference.is_empty() {
                         reference = outs;

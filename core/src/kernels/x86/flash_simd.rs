@@ -1,0 +1,173 @@
+//! The flash-attention tile (`ops::attention::flash`) on x86 vectors: its [`Simd`]
+//! operations on 8 AVX2 lanes and on 16 AVX-512 lanes, with fused multiply-adds as ggml's
+//! tiled kernel. Per lane both compute the same operations, so they agree bit for bit.
+
+use core::arch::x86_64::*;
+
+use super::avx2_math::exp_ps;
+use crate::kernels::F16Ops;
+use crate::ops::attention::flash::{self, FlashScratch, Simd, Tile};
+
+/// The flash tile compiled for AVX2 + FMA.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn flash_avx2(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
+    flash::tile_body::<Avx2>(ops, t, s)
+}
+
+/// The flash tile compiled for AVX-512 F (16 lanes).
+///
+/// # Safety
+/// The CPU must support AVX-512 F/BW/VL, AVX2, FMA and F16C.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) unsafe fn flash_avx512(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
+    flash::tile_body::<Avx512>(ops, t, s)
+}
+
+/// Eight lanes of AVX2. Only instantiated in [`flash_avx2`] (every method is inlined into it,
+/// so the intrinsics run with its features).
+struct Avx2;
+
+impl Simd for Avx2 {
+    const LANES: usize = 8;
+    type V = __m256;
+    #[inline(always)]
+    fn splat(x: f32) -> __m256 {
+        // SAFETY (all methods): only inlined into `flash_avx2`, compiled with AVX2/FMA and
+        // run only where the CPU has them; loads and stores check their slices' lengths.
+        unsafe { _mm256_set1_ps(x) }
+    }
+    #[inline(always)]
+    fn load(s: &[f32]) -> __m256 {
+        let s = &s[..8];
+        unsafe { _mm256_loadu_ps(s.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(v: __m256, s: &mut [f32]) {
+        let s = &mut s[..8];
+        unsafe { _mm256_storeu_ps(s.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn add(a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn max(a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mad(a: __m256, x: f32, b: __m256) -> __m256 {
+        unsafe { _mm256_fmadd_ps(_mm256_set1_ps(x), b, a) }
+    }
+    #[inline(always)]
+    fn mask(s: __m256, pos: f32, start: __m256, end: __m256) -> __m256 {
+        unsafe {
+            let p = _mm256_set1_ps(pos);
+            let inside = _mm256_and_ps(
+                _mm256_cmp_ps(start, p, _CMP_LE_OQ),
+                _mm256_cmp_ps(p, end, _CMP_LT_OQ),
+            );
+            _mm256_blendv_ps(_mm256_set1_ps(f32::NEG_INFINITY), s, inside)
+        }
+    }
+    #[inline(always)]
+    fn diff(a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_andnot_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ), _mm256_sub_ps(a, b)) }
+    }
+    #[inline(always)]
+    fn exp(x: __m256) -> __m256 {
+        unsafe {
+            let normal = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3), _CMP_GE_OQ);
+            _mm256_and_ps(exp_ps(x), normal)
+        }
+    }
+}
+
+/// Sixteen lanes of AVX-512. Only instantiated in [`flash_avx512`].
+struct Avx512;
+
+impl Simd for Avx512 {
+    const LANES: usize = 16;
+    type V = __m512;
+    #[inline(always)]
+    fn splat(x: f32) -> __m512 {
+        // SAFETY (all methods): only inlined into `flash_avx512`, compiled with AVX-512 F
+        // and AVX2/FMA and run only where the CPU has them; loads and stores check their
+        // slices' lengths.
+        unsafe { _mm512_set1_ps(x) }
+    }
+    #[inline(always)]
+    fn load(s: &[f32]) -> __m512 {
+        let s = &s[..16];
+        unsafe { _mm512_loadu_ps(s.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(v: __m512, s: &mut [f32]) {
+        let s = &mut s[..16];
+        unsafe { _mm512_storeu_ps(s.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn add(a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn max(a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mad(a: __m512, x: f32, b: __m512) -> __m512 {
+        unsafe { _mm512_fmadd_ps(_mm512_set1_ps(x), b, a) }
+    }
+    #[inline(always)]
+    fn mask(s: __m512, pos: f32, start: __m512, end: __m512) -> __m512 {
+        unsafe {
+            let p = _mm512_set1_ps(pos);
+            let inside = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(start, p)
+                & _mm512_cmp_ps_mask::<_CMP_LT_OQ>(p, end);
+            _mm512_mask_blend_ps(inside, _mm512_set1_ps(f32::NEG_INFINITY), s)
+        }
+    }
+    #[inline(always)]
+    fn diff(a: __m512, b: __m512) -> __m512 {
+        unsafe {
+            let ne = !_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b);
+            _mm512_maskz_sub_ps(ne, a, b)
+        }
+    }
+    #[inline(always)]
+    fn exp(x: __m512) -> __m512 {
+        // the AVX2 exponential on each half: the same operations per lane
+        unsafe {
+            let normal = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(-87.3));
+            let lo = exp_ps(_mm512_castps512_ps256(x));
+            let hi = exp_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(
+                _mm512_castps_pd(x),
+                1,
+            )));
+            let e = _mm512_castpd_ps(_mm512_insertf64x4(
+                _mm512_castps_pd(_mm512_castps256_ps512(lo)),
+                _mm256_castps_pd(hi),
+                1,
+            ));
+            _mm512_maskz_mov_ps(normal, e)
+        }
+    }
+}
