@@ -4,7 +4,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use superinfer_core::model::{forward, forward_batch, Batch, Logits, State};
-use superinfer_core::ops::attention::{AttnKernel, KvType};
+use superinfer_core::ops::attention::KvType;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::StreamDecoder;
 
@@ -222,7 +222,6 @@ impl<'e> Session<'e> {
                 e.parallel(),
                 chunk,
                 pos0,
-                AttnKernel::for_batch(chunk.len()),
                 which,
                 |i, logits| f(done + i, logits),
             )

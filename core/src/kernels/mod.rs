@@ -68,19 +68,9 @@ impl Isa {
 
 const N_TYPES: usize = 40;
 
-/// Attention's row primitives: over f16 data (the KV cache), and the softmax exponentials.
+/// Attention's row primitive over f16 data (the KV cache).
 #[derive(Clone, Copy)]
 pub struct F16Ops {
-    /// `out[t] = Σ_i q[i]·k[t·stride + i]`, summed in order (bit-identical on every ISA).
-    pub dots_f32_f16: fn(q: &[f32], k: &[half::f16], stride: usize, out: &mut [f32]),
-    /// `acc[i] = f16(acc[i] + v[i]·s)`.
-    pub mad_f16: fn(acc: &mut [half::f16], v: &[half::f16], s: f32),
-    /// `acc[i] = f16(acc[i]·s)`.
-    pub scale_f16: fn(acc: &mut [half::f16], s: f32),
-    /// `acc[i] += v[i]·s`.
-    pub mad_f32_f16: fn(acc: &mut [f32], v: &[half::f16], s: f32),
-    /// `x[i] = e^(x[i] - m)`, within a few ulp of `libm::expf` (the scalar version).
-    pub exp_sub: fn(x: &mut [f32], m: f32),
     /// `dst[i] = f32(src[i])` (exact).
     pub to_f32: fn(src: &[half::f16], dst: &mut [f32]),
 }

@@ -9,14 +9,13 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::arch::Activation;
+use super::attend::{attend, Run};
 use super::config::Config;
 use super::state::State;
-use super::transformer::{add_bias, attend_token, attn_window, ready_token};
+use super::transformer::{add_bias, ready_token};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
-use crate::ops::attention::flash::{self, Tile};
-use crate::ops::attention::{AttnKernel, HeadRows};
 use crate::ops::matmul::{matmul, matvec_f32, BatchAct, QMatrix};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
@@ -93,7 +92,7 @@ impl Logits {
 }
 
 /// Runs `tokens` at positions `pos0..pos0 + tokens.len()` (the cache must hold positions
-/// `0..pos0`), with the attention kernel of its batch, and calls `on_logits(i, logits)` for
+/// `0..pos0`) and calls `on_logits(i, logits)` for
 /// the tokens `which` asks for.
 #[allow(clippy::too_many_arguments)]
 pub fn forward_batch(
@@ -104,7 +103,6 @@ pub fn forward_batch(
     par: &dyn Parallel,
     tokens: &[u32],
     pos0: usize,
-    kernel: AttnKernel,
     which: Logits,
     mut on_logits: impl FnMut(usize, &[f32]),
 ) -> Result<()> {
@@ -141,7 +139,7 @@ pub fn forward_batch(
     }
 
     for (il, l) in w.layers.iter().enumerate() {
-        attention_block(w, st, b, k, par, il, l, n, pos0, kernel)?;
+        attention_block(w, st, b, k, par, il, l, n, pos0)?;
         ffn_block(w, b, k, par, l, n)?;
     }
 
@@ -271,7 +269,6 @@ fn attention_block(
     l: &Layer<'_>,
     n: usize,
     pos0: usize,
-    kernel: AttnKernel,
 ) -> Result<()> {
     let c = &w.config;
     let d = c.n_embd;
@@ -319,30 +316,24 @@ fn attention_block(
         );
     }
 
-    // every token's k / v is in the cache: the tokens attend independently
-    if kernel == AttnKernel::Tiled {
-        flash_attention(k, c, il, st, &b.q, &mut b.attn, n, pos0, par);
-    } else {
-        // worker i takes tokens i, i + workers, ... (later tokens see more positions:
-        // interleaving balances)
-        let workers = par.threads().clamp(1, n);
-        st.attn_scratch(c.attn_shape(), workers);
-        let (qs, outs) = (
-            DisjointSlice::new(&mut b.q),
-            DisjointSlice::new(&mut b.attn),
-        );
-        let kv = st.kv.layer(il);
-        let scratch = DisjointSlice::new(&mut st.attn_scratch[..workers]);
-        par.for_each(workers, &|i| {
-            // SAFETY: worker i owns scratch i and the q / output rows of its tokens.
-            let s = unsafe { &mut scratch.piece(i, 1)[0] };
-            for t in (i..n).step_by(workers) {
-                let (q, out) =
-                    unsafe { (qs.piece(t * q_row, q_row), outs.piece(t * o_row, o_row)) };
-                attend_token(k, c, il, q, out, kv, pos0 + t, s);
-            }
-        });
-    }
+    // every token's k / v is in the cache
+    let workers = par.threads().max(1);
+    st.attn_scratch(c.attn_shape(), workers);
+    let run = Run {
+        q: &b.q,
+        out: &mut b.attn,
+        n,
+        pos0,
+    };
+    attend(
+        k,
+        c,
+        il,
+        st.kv.layer(il),
+        &mut st.attn_scratch[..workers],
+        par,
+        run,
+    );
     for out in b.attn.chunks_exact_mut(o_row).take(n) {
         st.kv.finish_output(il, out);
     }
@@ -361,78 +352,6 @@ fn attention_block(
         n,
     );
     Ok(())
-}
-
-/// A batch's attention through the flash kernel (`ops::attention::flash`), from `q` (the
-/// batch's prepared queries) into `out`: one task per KV head and run of tokens, each
-/// running every query head of its group, tasks spread over the workers interleaved (later
-/// tokens see more positions).
-#[allow(clippy::too_many_arguments)]
-fn flash_attention(
-    k: &Kernels,
-    c: &Config,
-    il: usize,
-    st: &mut State,
-    q: &[f32],
-    out: &mut [f32],
-    n: usize,
-    pos0: usize,
-    par: &dyn Parallel,
-) {
-    let (dk, dv) = (c.head_dim_k, c.head_dim_v);
-    let n_kv = c.n_head_kv.max(1);
-    let group = (c.n_head / n_kv).max(1);
-    let (q_row, o_row) = (c.n_head * dk, c.n_head * dv);
-    let (k_row, v_row) = c.kv_row();
-    let tokens = flash::tile_tokens(group);
-    let tasks = n.div_ceil(tokens) * n_kv;
-    let workers = par.threads().clamp(1, tasks.max(1));
-    st.attn_scratch(c.attn_shape(), workers);
-    let kv = st.kv.layer(il);
-    let scratch = DisjointSlice::new(&mut st.attn_scratch[..workers]);
-    let outs = DisjointSlice::new(out);
-    let (kernel, ops) = (k.flash(), k.f16_ops());
-    par.for_each(workers, &|i| {
-        // SAFETY: worker i owns scratch i.
-        let s = unsafe { &mut scratch.piece(i, 1)[0].flash };
-        for task in (i..tasks).step_by(workers) {
-            let (g, t0) = (task % n_kv, task / n_kv * tokens);
-            let rows = || {
-                (t0..(t0 + tokens).min(n))
-                    .flat_map(|t| (g * group..(g + 1) * group).map(move |h| (t, h)))
-            };
-            let mut n_rows = 0;
-            for (r, (t, h)) in rows().enumerate() {
-                let (qr, window) = s.query(r);
-                qr.copy_from_slice(&q[t * q_row + h * dk..][..dk]);
-                *window = attn_window(c, il, pos0 + t);
-                n_rows = r + 1;
-            }
-            let tile = Tile {
-                keys: kv.k,
-                k_head: HeadRows {
-                    row: k_row,
-                    at: g * dk,
-                    dim: dk,
-                },
-                values: kv.v,
-                v_head: HeadRows {
-                    row: v_row,
-                    at: g * dv,
-                    dim: dv,
-                },
-                scale: c.attn_scale,
-                softcap: c.attn_softcap,
-                n_rows,
-            };
-            kernel(ops, &tile, s);
-            for (r, (t, h)) in rows().enumerate() {
-                // SAFETY: head h of token t is written by this task only.
-                let o = unsafe { outs.piece(t * o_row + h * dv, dv) };
-                o.copy_from_slice(s.output(r));
-            }
-        }
-    });
 }
 
 fn ffn_block(

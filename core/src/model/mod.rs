@@ -2,6 +2,7 @@
 //! one forward pass for the whole llama family.
 
 mod arch;
+mod attend;
 mod batch;
 mod config;
 mod kv_cache;

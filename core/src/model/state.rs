@@ -6,7 +6,8 @@ use alloc::vec::Vec;
 use super::kv_cache::KvCache;
 use super::weights::Weights;
 use crate::error::{Error, Result};
-use crate::ops::attention::{AttnScratch, AttnShape, KvType};
+use crate::ops::attention::flash::FlashScratch;
+use crate::ops::attention::{AttnShape, KvType};
 use crate::ops::matmul::ActBuf;
 
 pub struct State {
@@ -21,7 +22,7 @@ pub struct State {
     pub hb: Vec<f32>,
     pub hb2: Vec<f32>,
     /// Attention buffers, one per worker that attends (grown to the thread count once).
-    pub attn_scratch: Vec<AttnScratch>,
+    pub attn_scratch: Vec<FlashScratch>,
     pub rope_cos: Vec<f32>,
     pub rope_sin: Vec<f32>,
     pub logits: Vec<f32>,
@@ -51,7 +52,7 @@ impl State {
             attn: vec![0.0; c.n_head * c.head_dim_v],
             hb: vec![0.0; c.n_ff],
             hb2: vec![0.0; c.n_ff],
-            attn_scratch: vec![AttnScratch::new(c.attn_shape(), n_ctx)],
+            attn_scratch: vec![FlashScratch::new(c.attn_shape())],
             rope_cos: vec![0.0; c.n_rot / 2],
             rope_sin: vec![0.0; c.n_rot / 2],
             logits: vec![0.0; c.n_vocab],
@@ -65,10 +66,9 @@ impl State {
     }
 
     /// Makes sure there are `n` attention scratch buffers (allocates only the first time).
-    pub fn attn_scratch(&mut self, shape: AttnShape, n: usize) -> &mut [AttnScratch] {
-        let n_ctx = self.n_ctx();
+    pub fn attn_scratch(&mut self, shape: AttnShape, n: usize) -> &mut [FlashScratch] {
         while self.attn_scratch.len() < n {
-            self.attn_scratch.push(AttnScratch::new(shape, n_ctx));
+            self.attn_scratch.push(FlashScratch::new(shape));
         }
         &mut self.attn_scratch[..n]
     }

@@ -16,6 +16,7 @@
 use core::ops::Range;
 
 use super::arch::Activation;
+use super::attend::{attend, Run};
 use super::config::Config;
 use super::kv_cache::KvCache;
 use super::state::State;
@@ -23,18 +24,16 @@ use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::attention::rotation;
-use crate::ops::attention::{attend_head, AttnScratch, KvLayer};
 use crate::ops::matmul::{matvec_f32, matvec_many};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::ops::rope;
-use crate::parallel::{DisjointSlice, Parallel};
+use crate::parallel::Parallel;
 
-/// Context length from which a decode step's attention heads are spread over the threads
+/// Context length from which a decode step's attention tiles are spread over the threads
 /// (below it the whole attention costs less than waking the workers).
 const PARALLEL_ATTN_MIN: usize = 128;
 
-/// Runs one token at position `pos` (the cache must hold positions `0..pos`), attending with
-/// the one-row kernel as ggml does for single tokens. When `want_logits` is false the LM head
+/// Runs one token at position `pos` (the cache must hold positions `0..pos`). When `want_logits` is false the LM head
 /// is skipped (prompt tokens before the last).
 #[allow(clippy::too_many_arguments)]
 pub fn forward(
@@ -119,7 +118,7 @@ fn attention_block(
         [&mut s.rope_cos, &mut s.rope_sin],
         &mut s.kv,
     );
-    attend_heads(k, par, c, il, st, pos);
+    attend_token(k, par, c, il, st, pos);
     st.kv.finish_output(il, &mut st.attn);
 
     matvec_f32(k, par, &l.wo, &st.attn, &mut st.act, &mut st.xb2)?;
@@ -210,49 +209,10 @@ pub(super) fn attn_window(c: &Config, il: usize, pos: usize) -> Range<usize> {
     start..pos + 1
 }
 
-/// Attention of the token at `pos` (its q prepared by [`prepare_token`], the cache holding
-/// positions `..=pos`), every head in turn, from `q` into `out`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn attend_token(
-    k: &Kernels,
-    c: &Config,
-    il: usize,
-    q: &mut [f32],
-    out: &mut [f32],
-    kv: KvLayer<'_>,
-    pos: usize,
-    scratch: &mut AttnScratch,
-) {
-    let (dk, dv) = (c.head_dim_k, c.head_dim_v);
-    let window = attn_window(c, il, pos);
-    for (h, (q, out)) in q
-        .chunks_exact_mut(dk)
-        .zip(out.chunks_exact_mut(dv))
-        .enumerate()
-    {
-        head(k, c, kv, h, q, out, window.clone(), scratch);
-    }
-}
-
-/// Head `h` of a token's attention with the model's scale and softcap.
-#[allow(clippy::too_many_arguments)]
-fn head(
-    k: &Kernels,
-    c: &Config,
-    kv: KvLayer<'_>,
-    h: usize,
-    q: &mut [f32],
-    out: &mut [f32],
-    window: Range<usize>,
-    scratch: &mut AttnScratch,
-) {
-    let (scale, cap, shape) = (c.attn_scale, c.attn_softcap, c.attn_shape());
-    attend_head(k, out, q, kv, shape, h, window, scale, cap, scratch);
-}
-
-/// A decode step's attention (`st.q` into `st.attn`): at long contexts the heads are
-/// spread over the threads, each head computed exactly as [`attend_token`] does.
-fn attend_heads(
+/// A decode step's attention (`st.q` into `st.attn`), its query heads in tiles per KV head
+/// ([`attend`]); from [`PARALLEL_ATTN_MIN`] positions on, the tiles are spread over the
+/// threads.
+fn attend_token(
     k: &Kernels,
     par: &dyn Parallel,
     c: &Config,
@@ -261,41 +221,19 @@ fn attend_heads(
     pos: usize,
 ) {
     let workers = if pos + 1 >= PARALLEL_ATTN_MIN {
-        par.threads().clamp(1, c.n_head)
+        par.threads().max(1)
     } else {
         1
     };
     st.attn_scratch(c.attn_shape(), workers);
+    let run = Run {
+        q: &st.q,
+        out: &mut st.attn,
+        n: 1,
+        pos0: pos,
+    };
     let kv = st.kv.layer(il);
-    if workers == 1 {
-        attend_token(
-            k,
-            c,
-            il,
-            &mut st.q,
-            &mut st.attn,
-            kv,
-            pos,
-            &mut st.attn_scratch[0],
-        );
-        return;
-    }
-    let (dk, dv) = (c.head_dim_k, c.head_dim_v);
-    let window = attn_window(c, il, pos);
-    let (qs, outs) = (
-        DisjointSlice::new(&mut st.q),
-        DisjointSlice::new(&mut st.attn),
-    );
-    let scratch = DisjointSlice::new(&mut st.attn_scratch[..workers]);
-    par.for_each(workers, &|i| {
-        // SAFETY: worker i owns scratch i and the rows of heads i, i + workers, ...
-        let s = unsafe { &mut scratch.piece(i, 1)[0] };
-        for h in (i..c.n_head).step_by(workers) {
-            // SAFETY: head h is one of this worker's (above).
-            let (q, out) = unsafe { (qs.piece(h * dk, dk), outs.piece(h * dv, dv)) };
-            head(k, c, kv, h, q, out, window.clone(), s);
-        }
-    });
+    attend(k, c, il, kv, &mut st.attn_scratch[..workers], par, run);
 }
 
 fn ffn_block(

@@ -43,23 +43,6 @@ pub(super) fn exp_ps(x: __m256) -> __m256 {
     )
 }
 
-/// `x[i] = e^(x[i] - m)`, 0 where that is below the normal range (`exp_ps` would clamp).
-#[target_feature(enable = "avx2,fma")]
-pub(super) fn exp_sub(x: &mut [f32], m: f32) {
-    let mv = _mm256_set1_ps(m);
-    let lowest = _mm256_set1_ps(-87.3);
-    let mut chunks = x.chunks_exact_mut(8);
-    for c in &mut chunks {
-        // SAFETY: `c` is 8 floats.
-        unsafe {
-            let v = _mm256_sub_ps(_mm256_loadu_ps(c.as_ptr()), mv);
-            let normal = _mm256_cmp_ps(v, lowest, _CMP_GE_OQ);
-            _mm256_storeu_ps(c.as_mut_ptr(), _mm256_and_ps(exp_ps(v), normal));
-        }
-    }
-    crate::kernels::generic::f16::exp_sub(chunks.into_remainder(), m);
-}
-
 /// `gate[i] = silu(gate[i]) · up[i]`.
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn swiglu(gate: &mut [f32], up: &[f32]) {

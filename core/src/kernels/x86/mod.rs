@@ -110,46 +110,14 @@ mod avx512_safe {
     safe_gemms_multi!(avx512_x8_k: gemm_q4_k, gemm_q6_k);
 }
 
-/// Safe wrappers of the AVX2 f16 row primitives.
-mod avx2_f16_safe {
-    use super::avx2_f16;
-    use half::f16;
-
-    pub(super) fn dots_f32_f16(q: &[f32], k: &[f16], stride: usize, out: &mut [f32]) {
-        // SAFETY: installed only by `fill_avx2`, whose caller guarantees AVX2/FMA/F16C.
-        unsafe { avx2_f16::dots_f32_f16(q, k, stride, out) }
-    }
-    pub(super) fn mad_f16(acc: &mut [f16], v: &[f16], s: f32) {
-        // SAFETY: as above.
-        unsafe { avx2_f16::mad_f16(acc, v, s) }
-    }
-    pub(super) fn scale_f16(acc: &mut [f16], s: f32) {
-        // SAFETY: as above.
-        unsafe { avx2_f16::scale_f16(acc, s) }
-    }
-    pub(super) fn mad_f32_f16(acc: &mut [f32], v: &[f16], s: f32) {
-        // SAFETY: as above.
-        unsafe { avx2_f16::mad_f32_f16(acc, v, s) }
-    }
-    pub(super) fn to_f32(src: &[f16], dst: &mut [f32]) {
-        // SAFETY: as above.
-        unsafe { avx2_f16::to_f32(src, dst) }
-    }
-}
-
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C.
 pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_f16_ops(super::F16Ops {
-        dots_f32_f16: avx2_f16_safe::dots_f32_f16,
-        mad_f16: avx2_f16_safe::mad_f16,
-        scale_f16: avx2_f16_safe::scale_f16,
-        mad_f32_f16: avx2_f16_safe::mad_f32_f16,
-        exp_sub: |x, m| {
-            // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
-            unsafe { avx2_math::exp_sub(x, m) }
+        to_f32: |src, dst| {
+            // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
+            unsafe { avx2_f16::to_f32(src, dst) }
         },
-        to_f32: avx2_f16_safe::to_f32,
     });
     k.set_flash(|ops, t, s| {
         // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
@@ -205,8 +173,15 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
     unsafe { fill_avx2(k, f) };
     k.set_flash(|ops, t, s| {
         // SAFETY: installed only here, where the caller guarantees AVX-512 F/BW/VL with the
-        // AVX2 set.
-        unsafe { flash_simd::flash_avx512(ops, t, s) }
+        // AVX2 set. A tile of at most eight rows (a decode step's heads of one KV head) fills
+        // eight lanes: the AVX2 instance, bit-identical, does not carry eight empty ones.
+        unsafe {
+            if t.n_rows <= 8 {
+                flash_simd::flash_avx2(ops, t, s)
+            } else {
+                flash_simd::flash_avx512(ops, t, s)
+            }
+        }
     });
     if f.avx512vnni {
         use avx512_safe::*;

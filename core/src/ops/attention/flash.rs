@@ -267,7 +267,10 @@ pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
     s.sum[..padded].fill(0.0);
     s.ot[..padded * dv].fill(0.0);
     let windows = &s.windows[..n];
-    let lo = windows.iter().map(|w| w.start).min().unwrap_or(0);
+    // key blocks start at multiples of KEYS whatever the tile holds, so a row's result does
+    // not depend on the other rows of its tile (a block outside a row's window is an exact
+    // no-op for it: p = 0, rescale 1)
+    let lo = windows.iter().map(|w| w.start).min().unwrap_or(0) / KEYS * KEYS;
     let hi = windows.iter().map(|w| w.end).max().unwrap_or(0);
     for kb in (lo..hi).step_by(KEYS) {
         let nk = KEYS.min(hi - kb);
@@ -329,10 +332,12 @@ pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
             }
             let m_old = S::load(&s.max[v * l..]);
             let m_new = S::max(m_old, block_max);
-            // e^(m - m') once per block and row: libm's, as the one-row kernel's
+            // e^(m - m') once per block and row, libm's (1 where the maximum did not move)
             let mut a = [0.0f32; MAX_LANES];
             S::store(S::diff(m_old, m_new), &mut a);
-            a[..l].iter_mut().for_each(|x| *x = libm::expf(*x));
+            a[..l]
+                .iter_mut()
+                .for_each(|x| *x = if *x == 0.0 { 1.0 } else { libm::expf(*x) });
             let rescale = S::load(&a);
             let mut sum = S::splat(0.0);
             for j in 0..nk {

@@ -2,7 +2,11 @@ use super::*;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::quant::legacy::{dequantize_q8_0, quantize_q8_0};
+use bytemuck::Zeroable;
+use half::f16;
+
+use crate::kernels::Kernels;
+use crate::quant::legacy::{dequantize_q8_0, quantize_q8_0, BlockQ8_0, QK};
 
 fn rand(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed | 1;
@@ -52,89 +56,6 @@ impl Stored {
             Stored::Q8_0(v) => KvView::Q8_0(v),
         }
     }
-}
-
-/// Every K/V cache type pair on the one-row kernel against plain f64 softmax attention over
-/// the values the cache holds, with grouped heads, a window and a softcap.
-#[test]
-fn every_cache_type_matches_naive_attention() {
-    let shape = AttnShape {
-        n_head: 4,
-        n_head_kv: 2,
-        head_dim_k: 64,
-        head_dim_v: 32,
-    };
-    let (dk, dv) = (shape.head_dim_k, shape.head_dim_v);
-    let n_pos = 40;
-    let k_src: Vec<f32> = rand(n_pos * shape.k_row(), 1)
-        .iter()
-        .map(|&x| x * 3.0)
-        .collect();
-    let v_src = rand(n_pos * shape.v_row(), 2);
-    let q0 = rand(shape.n_head * dk, 3);
-    let window = 7..n_pos;
-    let (scale, cap) = (0.125, Some(30.0f32));
-    let kern = Kernels::scalar();
-    for k_type in KvType::ALL {
-        for v_type in KvType::ALL {
-            let (k, k64) = Stored::new(k_type, &k_src);
-            let (v, v64) = Stored::new(v_type, &v_src);
-            let kv = KvLayer {
-                k: k.view(),
-                v: v.view(),
-            };
-            // a Q8_0 key cache also quantizes the query
-            let tol = if k_type == KvType::Q8_0 { 2e-2 } else { 5e-3 };
-            let mut s = AttnScratch::new(shape, n_pos);
-            for h in 0..shape.n_head {
-                let kvh = h / 2;
-                let mut q = q0[h * dk..(h + 1) * dk].to_vec();
-                let mut out = vec![0.0; dv];
-                attend_head(
-                    &kern,
-                    &mut out,
-                    &mut q,
-                    kv,
-                    shape,
-                    h,
-                    window.clone(),
-                    scale,
-                    cap,
-                    &mut s,
-                );
-                let sc: Vec<f64> = window
-                    .clone()
-                    .map(|t| {
-                        let dot: f64 = (0..dk)
-                            .map(|i| q0[h * dk + i] as f64 * k64[t * 128 + kvh * dk + i])
-                            .sum();
-                        let c = cap.unwrap() as f64;
-                        c * libm::tanh(dot * scale as f64 / c)
-                    })
-                    .collect();
-                let m = sc.iter().cloned().fold(f64::MIN, f64::max);
-                let z: f64 = sc.iter().map(|x| libm::exp(x - m)).sum();
-                for (d, &got) in out.iter().enumerate() {
-                    let want: f64 = window
-                        .clone()
-                        .zip(&sc)
-                        .map(|(t, x)| libm::exp(x - m) / z * v64[t * 64 + kvh * dv + d])
-                        .sum();
-                    assert!(
-                        (got as f64 - want).abs() < tol,
-                        "K {k_type} V {v_type} head {h} dim {d}: {got} vs {want}"
-                    );
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn kernel_choice_follows_llama_cpp() {
-    assert_eq!(AttnKernel::for_batch(1), AttnKernel::OneRow);
-    assert_eq!(AttnKernel::for_batch(63), AttnKernel::OneRow);
-    assert_eq!(AttnKernel::for_batch(64), AttnKernel::Tiled);
 }
 
 #[test]
