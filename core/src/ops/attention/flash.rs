@@ -40,6 +40,7 @@ pub const KEYS: usize = 16;
 /// Keys whose scores (or values) one pass keeps in registers: eight independent chains of
 /// multiply-adds, few enough for 16 vector registers.
 const PASS: usize = 8;
+const _: () = assert!(KEYS % PASS == 0, "a block is whole passes");
 
 /// Query rows a tile aims for: with 64-wide heads, the transposed queries and output of 64
 /// rows (16 KiB each) and one block of keys and values (8 KiB) stay in L1 or close to it.
@@ -241,6 +242,53 @@ fn lane_at<S: Simd>(len: usize, r: usize, i: usize) -> usize {
     ((r / S::LANES) * len + i) * S::LANES + r % S::LANES
 }
 
+/// One pass of scores: `sc[j] = Σ_d keys[j·dk + d] · qt[d]` for the [`PASS`] keys (rows of
+/// `dk`) against a vector of transposed query rows, d in order, the keys' chains
+/// independent.
+#[inline(always)]
+fn scores_pass<S: Simd>(qt: &[f32], keys: &[f32], dk: usize, sc: &mut [f32]) {
+    let l = S::LANES;
+    assert!(qt.len() >= dk * l && keys.len() >= PASS * dk && sc.len() >= PASS * l);
+    let mut acc = [S::splat(0.0); PASS];
+    for (d, q) in qt.chunks_exact(l).take(dk).enumerate() {
+        let q = S::load(q);
+        for (j, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: j·dk + d < PASS·dk <= keys.len() (asserted above).
+            let k = unsafe { *keys.get_unchecked(j * dk + d) };
+            *acc = S::mad(*acc, k, q);
+        }
+    }
+    for (j, acc) in acc.iter().enumerate() {
+        S::store(*acc, &mut sc[j * l..]);
+    }
+}
+
+/// One pass of values: `ot[i] = ot[i] (· rescale, on the first pass) + Σ_j p_j · values[j·dv
+/// + i]` for the [`PASS`] keys, j in order.
+#[inline(always)]
+fn values_pass<S: Simd, const RESCALE: bool>(
+    ot: &mut [f32],
+    values: &[f32],
+    dv: usize,
+    p: &[S::V; PASS],
+    rescale: S::V,
+) {
+    let l = S::LANES;
+    assert!(ot.len() >= dv * l && values.len() >= PASS * dv);
+    for (i, o) in ot.chunks_exact_mut(l).take(dv).enumerate() {
+        let mut a = S::load(o);
+        if RESCALE {
+            a = S::mul(a, rescale);
+        }
+        for (j, p) in p.iter().enumerate() {
+            // SAFETY: j·dv + i < PASS·dv <= values.len() (asserted above).
+            let v = unsafe { *values.get_unchecked(j * dv + i) };
+            a = S::mad(a, v, *p);
+        }
+        S::store(a, o);
+    }
+}
+
 /// The kernel body; `kernels` instantiates it per ISA.
 #[inline(always)]
 pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
@@ -290,6 +338,11 @@ pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
                 &mut s.vb[j * dv..(j + 1) * dv],
             );
         }
+        // a short last block: its passes run whole over zero keys and values (their scores
+        // are never read, their probabilities are 0: exact no-ops)
+        let passes = nk.div_ceil(PASS);
+        s.kb[nk * dk..passes * PASS * dk].fill(0.0);
+        s.vb[nk * dv..passes * PASS * dv].fill(0.0);
         for v in 0..vecs {
             let rows = v * l..(v + 1) * l;
             // rows of this vector whose windows meet the block
@@ -301,18 +354,10 @@ pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
             }
             let qt = &s.qt[v * dk * l..(v + 1) * dk * l];
             // scores, PASS keys at a time: sc[j] = Σ_d k_j[d] · qt[d], d in order
-            for j0 in (0..nk).step_by(PASS) {
-                let m = PASS.min(nk - j0);
-                let mut acc = [S::splat(0.0); PASS];
-                for d in 0..dk {
-                    let q = S::load(&qt[d * l..]);
-                    for (j, acc) in acc.iter_mut().enumerate().take(m) {
-                        *acc = S::mad(*acc, s.kb[(j0 + j) * dk + d], q);
-                    }
-                }
-                for (j, acc) in acc.iter().enumerate().take(m) {
-                    S::store(*acc, &mut s.p[(j0 + j) * l..]);
-                }
+            for pass in 0..passes {
+                let keys = &s.kb[pass * PASS * dk..(pass + 1) * PASS * dk];
+                let sc = &mut s.p[pass * PASS * l..(pass + 1) * PASS * l];
+                scores_pass::<S>(qt, keys, dk, sc);
             }
             // online softmax over the block, lane-wise
             let (start, end) = (S::load(&s.start[v * l..]), S::load(&s.end[v * l..]));
@@ -346,26 +391,22 @@ pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
                 S::store(p, &mut s.p[j * l..]);
                 sum = S::add(sum, p);
             }
+            s.p[nk * l..passes * PASS * l].fill(0.0);
             let l_old = S::load(&s.sum[v * l..]);
             S::store(S::add(S::mul(l_old, rescale), sum), &mut s.sum[v * l..]);
             S::store(m_new, &mut s.max[v * l..]);
             // ot[i] = ot[i] · rescale + Σ_j p_j · v_j[i], j in order, PASS keys at a time
             let ot = &mut s.ot[v * dv * l..(v + 1) * dv * l];
-            for j0 in (0..nk).step_by(PASS) {
-                let m = PASS.min(nk - j0);
+            for pass in 0..passes {
                 let mut p = [S::splat(0.0); PASS];
-                for (j, p) in p.iter_mut().enumerate().take(m) {
-                    *p = S::load(&s.p[(j0 + j) * l..]);
+                for (j, p) in p.iter_mut().enumerate() {
+                    *p = S::load(&s.p[(pass * PASS + j) * l..]);
                 }
-                for i in 0..dv {
-                    let mut a = S::load(&ot[i * l..]);
-                    if j0 == 0 {
-                        a = S::mul(a, rescale);
-                    }
-                    for (j, p) in p.iter().enumerate().take(m) {
-                        a = S::mad(a, s.vb[(j0 + j) * dv + i], *p);
-                    }
-                    S::store(a, &mut ot[i * l..]);
+                let values = &s.vb[pass * PASS * dv..(pass + 1) * PASS * dv];
+                if pass == 0 {
+                    values_pass::<S, true>(ot, values, dv, &p, rescale);
+                } else {
+                    values_pass::<S, false>(ot, values, dv, &p, rescale);
                 }
             }
         }
