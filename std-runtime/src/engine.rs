@@ -59,6 +59,14 @@ impl Engine {
         };
         let kernels = kernels::select(&features, isa).map_err(|e| Error::Usage(e.to_string()))?;
         let mut weights = Weights::from_gguf(&file, &kernels).map_err(|e| Error::model(path, e))?;
+        let threads = if opts.threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            opts.threads
+        };
+        let pool = ThreadPool::new(threads);
         let no_repack = opts.no_repack
             || std::env::var("SUPERINFER_NO_REPACK").is_ok_and(|v| !v.is_empty() && v != "0");
         let mut arena = None;
@@ -72,7 +80,7 @@ impl Engine {
                     let bytes: &'static mut [u8] = unsafe {
                         std::mem::transmute::<&mut [u8], &'static mut [u8]>(a.bytes_mut())
                     };
-                    weights.interleave_into(&kernels, bytes)
+                    weights.interleave_into(&kernels, bytes, &pool)
                 }
                 // no anonymous mapping (e.g. a zero-sized one): the heap will do
                 Err(_) => weights.interleave(&kernels),
@@ -85,18 +93,11 @@ impl Engine {
             }
         }
         let tokenizer = Tokenizer::from_gguf(&file).map_err(|e| Error::model(path, e))?;
-        let threads = if opts.threads == 0 {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        } else {
-            opts.threads
-        };
         Ok(Engine {
             weights,
             tokenizer,
             kernels,
-            pool: ThreadPool::new(threads),
+            pool,
             load_time: start.elapsed(),
             file_size: bytes.len(),
             _arena: arena,

@@ -10,10 +10,14 @@ use crate::error::{Error, Result};
 use crate::gguf::{dims_string, GgufFile, TensorInfo};
 use crate::kernels::Kernels;
 use crate::ops::QMatrix;
-use crate::quant::{self, GgmlType};
+use crate::parallel::{DisjointSlice, Parallel};
+use crate::quant::{self, interleaved, GgmlType};
 
 /// Alignment of each matrix in [`Weights::interleave_into`]'s arena (a cache line).
 pub const ARENA_ALIGN: usize = 64;
+
+/// Bytes of a matrix one worker repacks at a time in [`Weights::interleave_into`].
+const REPACK_PIECE: usize = 1 << 20;
 
 /// One decoder block.
 pub struct Layer<'a> {
@@ -160,24 +164,74 @@ impl<'a> Weights<'a> {
     /// [`Self::interleave`] into one arena of [`Self::interleaved_size`] bytes that the
     /// caller allocated (the std frontend: an anonymous mapping backed by huge pages, which
     /// spares the TLB misses of streaming the weights through 4 KiB pages every token).
-    pub fn interleave_into(&mut self, k: &Kernels, arena: &'a mut [u8]) -> Result<usize> {
+    /// The matrices are repacked in pieces of whole row groups spread over `par`'s workers,
+    /// so the arena's first touch (the kernel zeroing its pages) is spread too.
+    pub fn interleave_into(
+        &mut self,
+        k: &Kernels,
+        arena: &'a mut [u8],
+        par: &dyn Parallel,
+    ) -> Result<usize> {
+        // each repacked matrix's place in the arena
         let mut rest = arena;
-        let mut bytes = 0;
+        let (mut mats, mut dsts) = (Vec::new(), Vec::new());
         for m in self.matrices_mut() {
             if !m.can_interleave(k) {
                 continue;
             }
             let n = m.data.len();
-            let step = n.next_multiple_of(ARENA_ALIGN).min(rest.len());
             if n > rest.len() {
                 return Err(Error::InvalidArgument(
                     "the interleaving arena is smaller than interleaved_size()".to_string(),
                 ));
             }
+            let step = n.next_multiple_of(ARENA_ALIGN).min(rest.len());
             let (dst, tail) = core::mem::take(&mut rest).split_at_mut(step);
-            m.interleave_into(k, &mut dst[..n])?;
+            mats.push(m);
+            dsts.push(&mut dst[..n]);
             rest = tail;
-            bytes += n;
+        }
+        // pieces (matrix, first group, groups) of about REPACK_PIECE bytes
+        let mut pieces = Vec::new();
+        for (i, m) in mats.iter().enumerate() {
+            let group = interleaved::ROWS * m.row_bytes();
+            let per = (REPACK_PIECE / group.max(1)).max(1);
+            let groups = m.rows / interleaved::ROWS;
+            pieces.extend(
+                (0..groups)
+                    .step_by(per)
+                    .map(|g| (i, g, per.min(groups - g))),
+            );
+        }
+        let outs: Vec<DisjointSlice<'_, u8>> = dsts
+            .iter_mut()
+            .map(|d| DisjointSlice::new(&mut **d))
+            .collect();
+        let failed: spin::Mutex<Option<Error>> = spin::Mutex::new(None);
+        let workers = par.threads().clamp(1, pieces.len().max(1));
+        let mats_ref = &mats;
+        par.for_each(workers, &|w| {
+            for &(i, g, n) in pieces.iter().skip(w).step_by(workers) {
+                let m = &mats_ref[i];
+                let group = interleaved::ROWS * m.row_bytes();
+                let src = &m.data[g * group..(g + n) * group];
+                // SAFETY: the pieces of matrix i cover disjoint group ranges of its
+                // destination, each taken by one worker.
+                let dst = unsafe { outs[i].piece(g * group, n * group) };
+                let rows = n * interleaved::ROWS;
+                if let Err(e) = interleaved::repack_into(m.ty, rows, m.cols, src, dst) {
+                    failed.lock().get_or_insert(e);
+                }
+            }
+        });
+        drop(outs);
+        if let Some(e) = failed.into_inner() {
+            return Err(e);
+        }
+        let mut bytes = 0;
+        for (m, d) in mats.into_iter().zip(dsts) {
+            bytes += d.len();
+            m.adopt_interleaved(d);
         }
         Ok(bytes)
     }

@@ -76,6 +76,14 @@ impl<'a> QMatrix<'a> {
         Ok(true)
     }
 
+    /// Takes `data`, this matrix already repacked to the interleaved layout (by
+    /// [`interleaved::repack_into`], as [`Self::interleave_into`] does).
+    pub(crate) fn adopt_interleaved(&mut self, data: &'a [u8]) {
+        debug_assert_eq!(data.len(), self.data.len());
+        self.data = Cow::Borrowed(data);
+        self.layout = Layout::X8;
+    }
+
     /// Whether [`Self::interleave`] repacks this matrix with kernels `k`: still in the row
     /// layout, a kernel for the interleaved one, and whole groups of rows.
     pub fn can_interleave(&self, k: &Kernels) -> bool {

@@ -58,6 +58,25 @@ fn repack_round_trips_any_bytes() {
     }
 }
 
+/// Groups repack independently: a matrix repacked in pieces of whole groups (as
+/// `Weights::interleave_into` spreads it over threads) is the matrix repacked at once.
+#[test]
+fn repack_in_pieces_of_groups_is_the_whole_repack() {
+    for ty in TYPES {
+        let (rows, cols) = (5 * ROWS, 3 * ty.block_len());
+        let rb = ty.bytes_for(cols as u64).unwrap() as usize;
+        let src = random_rows(ty, rows, cols, 17);
+        let whole = repack(ty, rows, cols, &src).unwrap();
+        let mut pieces = vec![0u8; src.len()];
+        let group = ROWS * rb;
+        for (g0, g1) in [(0, 2), (2, 3), (3, 5)] {
+            let (s, d) = (g0 * group..g1 * group, g0 * group..g1 * group);
+            repack_into(ty, (g1 - g0) * ROWS, cols, &src[s], &mut pieces[d]).unwrap();
+        }
+        assert_eq!(pieces, whole, "{ty}");
+    }
+}
+
 #[test]
 fn repack_rejects_bad_shapes() {
     let rb = GgmlType::Q8_0.bytes_for(64).unwrap() as usize;
