@@ -203,10 +203,8 @@ impl<'a> Weights<'a> {
                     .map(|g| (i, g, per.min(groups - g))),
             );
         }
-        let outs: Vec<DisjointSlice<'_, u8>> = dsts
-            .iter_mut()
-            .map(|d| DisjointSlice::new(&mut **d))
-            .collect();
+        let outs: Vec<DisjointSlice<'_, u8>> =
+            dsts.iter_mut().map(|d| DisjointSlice::new(d)).collect();
         let failed: spin::Mutex<Option<Error>> = spin::Mutex::new(None);
         let workers = par.threads().clamp(1, pieces.len().max(1));
         let mats_ref = &mats;

@@ -40,7 +40,7 @@ pub const KEYS: usize = 16;
 /// Keys whose scores (or values) one pass keeps in registers: eight independent chains of
 /// multiply-adds, few enough for 16 vector registers.
 const PASS: usize = 8;
-const _: () = assert!(KEYS % PASS == 0, "a block is whole passes");
+const _: () = assert!(KEYS.is_multiple_of(PASS), "a block is whole passes");
 
 /// Query rows a tile aims for: with 64-wide heads, the transposed queries and output of 64
 /// rows (16 KiB each) and one block of keys and values (8 KiB) stay in L1 or close to it.
