@@ -100,7 +100,7 @@ pub(super) fn prefetch_ahead(p: *const u8, len: usize) {
 #[inline]
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn for_groups(
+pub(super) unsafe fn for_groups(
     cols: usize,
     w: &[u8],
     a: &[u8],
@@ -518,7 +518,7 @@ pub(super) fn gemm_q5_0(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[
 /// `c < 4`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn bcast_pair(y: &BlockQ8_0, c: usize) -> (__m256i, __m256i) {
+pub(super) unsafe fn bcast_pair(y: &BlockQ8_0, c: usize) -> (__m256i, __m256i) {
     // SAFETY: bytes 4c..20 + 4c of the 32 (the caller's contract).
     unsafe {
         (
@@ -593,7 +593,7 @@ unsafe fn q4_0_block<const G: usize, const T: usize>(
 }
 
 /// Lane `r` (4 bytes) takes row `r`'s bit byte of a Q5_0 × 8 chunk.
-const Q5_SPREAD: [i8; 32] = [
+pub(super) const Q5_SPREAD: [i8; 32] = [
     0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
 ];
 

@@ -259,9 +259,10 @@ pub fn block_scales(a: &[u8], out: &mut [f32]) {
 }
 
 /// Whether the activation of `ty` needs [`block_sums`] (the k-quants' Q8_K activations carry
-/// their own sums, `bsums`).
+/// their own sums, `bsums`; the VNNI kernels read Q8_0 weights with their sign bit flipped,
+/// so Q8_0 needs them too).
 pub fn needs_sums(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0)
+    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0)
 }
 
 /// Scalar reference: unpacks each group and runs the row kernel on every row.

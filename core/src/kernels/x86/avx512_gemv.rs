@@ -1,0 +1,145 @@
+//! AVX-512 VNNI matrix × vector kernels over the legacy interleaved layouts (Q4_0, Q5_0,
+//! Q8_0 × 8), on 256-bit vectors (AVX-512 VL): the AVX2 kernels' loop (`avx2_x8::for_groups`,
+//! two groups per pass sharing the activation broadcasts) with each chunk's products summed
+//! by one `vpdpbusd` (`u8 × i8`, four products per i32 lane) instead of AVX2's
+//! `vpmaddubsw` / `vpmaddwd` / add (and, for Q8_0, `vpsign` / `vpabs`). The weights go in
+//! unsigned with an offset, as in the VNNI batch kernels: Q4_0 nibbles (+8), Q5_0 5-bit
+//! values (+16) and Q8_0 quants with the sign bit flipped (+128); each block's sum starts at
+//! `-offset · Σy`. The integer sums are the AVX2 kernels' exactly and the float accumulation
+//! is theirs, so the results are the same bits (and the batch kernels', so a prompt in a
+//! batch still equals token-by-token decoding).
+
+use core::arch::x86_64::*;
+
+use super::avx2::ld256;
+use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, Q5_SPREAD};
+use crate::quant::interleaved::{q4_0, q5_0, q8_0};
+use crate::quant::legacy::BlockQ8_0;
+
+/// # Safety
+/// Each `ps[g]` must point at a Q8_0 × 8 group block (272 bytes).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn q8_0_block<const G: usize, const T: usize>(
+    ps: [*const u8; G],
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+) -> [[__m256i; T]; G] {
+    let flip = _mm256_set1_epi8(i8::MIN);
+    let mut isum: [[__m256i; T]; G] = [arr(|t| _mm256_set1_epi32(-128 * sums[t])); G];
+    for c in 0..8 {
+        for (p, isum) in ps.iter().zip(&mut isum) {
+            // SAFETY: chunk c of the block's 256 quant bytes (the caller's contract).
+            let x = _mm256_xor_si256(unsafe { ld256(p.add(16 + 32 * c)) }, flip);
+            for (isum, y) in isum.iter_mut().zip(&ys) {
+                // SAFETY: activation bytes 4c..4c + 4 of 32.
+                let y = unsafe { bcast4(y.qs.as_ptr().add(4 * c)) };
+                *isum = _mm256_dpbusd_epi32(*isum, x, y);
+            }
+        }
+    }
+    isum
+}
+
+/// # Safety
+/// Each `ps[g]` must point at a Q4_0 × 8 group block (144 bytes).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn q4_0_block<const G: usize, const T: usize>(
+    ps: [*const u8; G],
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+) -> [[__m256i; T]; G] {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let mut isum: [[__m256i; T]; G] = [arr(|t| _mm256_set1_epi32(-8 * sums[t])); G];
+    for c in 0..4 {
+        for (p, isum) in ps.iter().zip(&mut isum) {
+            // SAFETY: chunk c of the block's 128 quant bytes (the caller's contract).
+            let x = unsafe { ld256(p.add(16 + 32 * c)) };
+            let lo = _mm256_and_si256(x, low4);
+            let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+            for (isum, y) in isum.iter_mut().zip(&ys) {
+                // SAFETY: activation bytes 4c and 16 + 4c.
+                let (y0, y1) = unsafe { bcast_pair(y, c) };
+                *isum = _mm256_dpbusd_epi32(*isum, lo, y0);
+                *isum = _mm256_dpbusd_epi32(*isum, hi, y1);
+            }
+        }
+    }
+    isum
+}
+
+/// # Safety
+/// Each `ps[g]` must point at a Q5_0 × 8 group block (176 bytes).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn q5_0_block<const G: usize, const T: usize>(
+    ps: [*const u8; G],
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+) -> [[__m256i; T]; G] {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let sixteen = _mm256_set1_epi8(0x10);
+    // SAFETY: the table is 32 bytes.
+    let spread = unsafe { ld256(Q5_SPREAD.as_ptr()) };
+    // byte j of a lane tests bit j (low elements) or bit 4 + j (high elements)
+    let lo_bit = _mm256_set1_epi32(0x0804_0201);
+    let hi_bit = _mm256_set1_epi32(0x8040_2010_u32 as i32);
+    let fifth = |bits: __m256i, probe: __m256i| {
+        _mm256_and_si256(
+            _mm256_cmpeq_epi8(_mm256_and_si256(bits, probe), probe),
+            sixteen,
+        )
+    };
+    let mut isum: [[__m256i; T]; G] = [arr(|t| _mm256_set1_epi32(-16 * sums[t])); G];
+    for c in 0..4 {
+        for (p, isum) in ps.iter().zip(&mut isum) {
+            // SAFETY: chunk c's 8 bit bytes and 32 quant bytes (the caller's contract).
+            let (h8, x) = unsafe {
+                (
+                    p.add(16 + 8 * c).cast::<i64>().read_unaligned(),
+                    ld256(p.add(48 + 32 * c)),
+                )
+            };
+            let bits = _mm256_shuffle_epi8(_mm256_set1_epi64x(h8), spread);
+            let lo = _mm256_or_si256(_mm256_and_si256(x, low4), fifth(bits, lo_bit));
+            let hi = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi16(x, 4), low4),
+                fifth(bits, hi_bit),
+            );
+            for (isum, y) in isum.iter_mut().zip(&ys) {
+                // SAFETY: activation bytes 4c and 16 + 4c.
+                let (y0, y1) = unsafe { bcast_pair(y, c) };
+                *isum = _mm256_dpbusd_epi32(*isum, lo, y0);
+                *isum = _mm256_dpbusd_epi32(*isum, hi, y1);
+            }
+        }
+    }
+    isum
+}
+
+/// Defines `gemv_$f` over a VNNI block function.
+macro_rules! vnni_gemv {
+    ($gemv:ident, $block:ident, $group_block:expr) => {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+        pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
+            // SAFETY: the block functions read one group block per group pointer.
+            unsafe {
+                for_groups(
+                    cols,
+                    w,
+                    a,
+                    sums,
+                    out,
+                    $group_block,
+                    |p, y, s| $block::<1, 1>(p, y, s),
+                    |p, y, s| $block::<2, 1>(p, y, s),
+                )
+            }
+        }
+    };
+}
+
+vnni_gemv!(gemv_q8_0, q8_0_block, q8_0::GROUP_BLOCK);
+vnni_gemv!(gemv_q4_0, q4_0_block, q4_0::GROUP_BLOCK);
+vnni_gemv!(gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
