@@ -14,7 +14,7 @@ use crate::quant::kquants::QK_K;
 /// returns (`sum += term`, as the scalar kernel adds each super-block's).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn super_blocks<const T: usize>(
+pub(super) fn super_blocks<const T: usize>(
     cols: usize,
     w: &[u8],
     a: [&[u8]; T],
@@ -134,6 +134,13 @@ const DUP_BYTE: [[i8; 32]; 4] = [
     per_lane([2, -1, 2, -1]),
     per_lane([3, -1, 3, -1]),
 ];
+/// Byte `j` of each lane, zero-extended to the lane.
+const BYTE_I32: [[i8; 32]; 4] = [
+    per_lane([0, -1, -1, -1]),
+    per_lane([1, -1, -1, -1]),
+    per_lane([2, -1, -1, -1]),
+    per_lane([3, -1, -1, -1]),
+];
 /// Bytes 0, 1 (and 2, 3) of each lane, zero-extended to its two i16 halves.
 const BYTE_PAIRS: [[i8; 32]; 2] = [per_lane([0, -1, 1, -1]), per_lane([2, -1, 3, -1])];
 /// I16 half 0 (and 1) of each lane copied to both halves.
@@ -147,30 +154,51 @@ fn shuffle(v: __m256i, table: &[i8; 32]) -> __m256i {
     _mm256_shuffle_epi8(v, unsafe { ld256(table.as_ptr()) })
 }
 
+/// A Q4_K × 8 group block's sub-block scales: bytes `j` of each row's lane are scale `j`
+/// (first vector) and `j + 4` (second).
+///
+/// # Safety
+/// `p` must point at a Q4_K × 8 group block (1152 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q4_k_scales(p: *const u8) -> [__m256i; 2] {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let low6 = _mm256_set1_epi8(0x3F);
+    let bits45 = _mm256_set1_epi8(0x30);
+    // lane r of v_i is bytes 4i..4i+4 of row r's packed scales (`scale_min_k4`)
+    // SAFETY: the group block's first and third scale vectors.
+    let (v0, v2) = unsafe { (ld256(p.add(q4_k::SCALES)), ld256(p.add(q4_k::SCALES + 64))) };
+    [
+        _mm256_and_si256(v0, low6),
+        _mm256_or_si256(
+            _mm256_and_si256(v2, low4),
+            _mm256_and_si256(_mm256_srli_epi32(v0, 2), bits45),
+        ),
+    ]
+}
+
+/// Scale `j` of each row, zero-extended to both i16 halves of its lane.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn q4_k_scale(scales: &[__m256i; 2], j: usize) -> __m256i {
+    shuffle(scales[j / 4], &DUP_BYTE[j % 4])
+}
+
+/// Scale `j` of each row, zero-extended to its 32-bit lane.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn q4_k_scale_i32(scales: &[__m256i; 2], j: usize) -> __m256i {
+    shuffle(scales[j / 4], &BYTE_I32[j % 4])
+}
+
 /// # Safety
 /// `p` must point at a Q4_K × 8 group block (1152 bytes).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m256; T] {
     let low4 = _mm256_set1_epi8(0x0F);
-    let low6 = _mm256_set1_epi8(0x3F);
-    let bits45 = _mm256_set1_epi8(0x30);
-    let ones = _mm256_set1_epi16(1);
-    // lane r of v_i is bytes 4i..4i+4 of row r's packed scales (`scale_min_k4`)
-    // SAFETY: the group block's three scale vectors.
-    let (v0, v1, v2) = unsafe {
-        (
-            ld256(p.add(q4_k::SCALES)),
-            ld256(p.add(q4_k::SCALES + 32)),
-            ld256(p.add(q4_k::SCALES + 64)),
-        )
-    };
-    // bytes j of each lane: scale j (sc_lo) and j + 4 (sc_hi); the mins (below) alike
-    let sc_lo = _mm256_and_si256(v0, low6);
-    let sc_hi = _mm256_or_si256(
-        _mm256_and_si256(v2, low4),
-        _mm256_and_si256(_mm256_srli_epi32(v0, 2), bits45),
-    );
+    // SAFETY: the caller's contract.
+    let scales = unsafe { q4_k_scales(p) };
 
     // isum = Σ_j scale_j · Σ q·y over sub-blocks j (32 elements): chunks 8k..8k+8 hold
     // sub-block 2k in their low nibbles and 2k + 1 in their high ones. One sub-block at a
@@ -195,14 +223,41 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
                 s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(q, y));
             }
         }
-        let sc = shuffle(if j < 4 { sc_lo } else { sc_hi }, &DUP_BYTE[j % 4]);
+        let sc = q4_k_scale(&scales, j);
         for t in 0..T {
             isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s[t], sc));
         }
     }
+    // SAFETY: the caller's contract.
+    unsafe { q4_k_terms(p, ys, isum) }
+}
 
-    // msum = Σ_j min_j · (bsum[2j] + bsum[2j+1]): i16 pairs of mins against broadcast i16
-    // pairs of the 32-element sums (dwords 0, 1 | 4, 5 after the pack)
+/// A Q4_K super-block's float terms from the tokens' scaled sums `isum`: the mins'
+/// correction `msum = Σ_j min_j · (bsum[2j] + bsum[2j+1])` (i16 pairs of mins against
+/// broadcast i16 pairs of the 32-element sums), then `d * d8 * isum - dmin * d8 * msum`,
+/// rounded as the scalar kernel rounds it.
+///
+/// # Safety
+/// `p` must point at a Q4_K × 8 group block (1152 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q4_k_terms<const T: usize>(
+    p: *const u8,
+    ys: [&BlockQ8K; T],
+    isum: [__m256i; T],
+) -> [__m256; T] {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let low6 = _mm256_set1_epi8(0x3F);
+    let bits45 = _mm256_set1_epi8(0x30);
+    let ones = _mm256_set1_epi16(1);
+    // SAFETY: the group block's second and third scale vectors.
+    let (v1, v2) = unsafe {
+        (
+            ld256(p.add(q4_k::SCALES + 32)),
+            ld256(p.add(q4_k::SCALES + 64)),
+        )
+    };
+    // dwords 0, 1 | 4, 5 of the packed sums after the pack
     let mn_lo = _mm256_and_si256(v1, low6);
     let mn_hi = _mm256_or_si256(
         _mm256_and_si256(_mm256_srli_epi32(v2, 4), low4),
@@ -227,8 +282,6 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
             _mm256_add_epi32(term(mins[2], 4), term(mins[3], 5)),
         )
     });
-
-    // d * d8 * isum - dmin * d8 * msum, rounded as the scalar kernel rounds it
     // SAFETY: the eight f16 d and dmin.
     let (d, dmin) = unsafe { (scales8(p.add(q4_k::D)), scales8(p.add(q4_k::DMIN))) };
     arr(|t| {

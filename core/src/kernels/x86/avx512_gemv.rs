@@ -8,12 +8,20 @@
 //! `-offset · Σy`. The integer sums are the AVX2 kernels' exactly and the float accumulation
 //! is theirs, so the results are the same bits (and the batch kernels', so a prompt in a
 //! batch still equals token-by-token decoding).
+//!
+//! Q4_K the same way: per 32-element sub-block one `vpdpbusd` chain per row group into an
+//! i32 sum (nibbles × y, nothing saturates), scaled by the sub-block's 6-bit scale with one
+//! `vpmulld` (AVX2: `vpmaddubsw` into i16, `vpmaddwd` with the scale); the mins and the float
+//! term are the AVX2 kernel's (`avx2_x8_k::q4_k_terms`).
 
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
 use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, Q5_SPREAD};
-use crate::quant::interleaved::{q4_0, q5_0, q8_0};
+use super::avx2_x8_k::{q4_k_scale_i32, q4_k_scales, q4_k_terms, super_blocks};
+use crate::quant::interleaved::{q4_0, q4_k, q5_0, q8_0, ROWS};
+use crate::quant::kquants::q8_k::BlockQ8K;
+use crate::quant::kquants::QK_K;
 use crate::quant::legacy::BlockQ8_0;
 
 /// # Safety
@@ -143,3 +151,57 @@ macro_rules! vnni_gemv {
 vnni_gemv!(gemv_q8_0, q8_0_block, q8_0::GROUP_BLOCK);
 vnni_gemv!(gemv_q4_0, q4_0_block, q4_0::GROUP_BLOCK);
 vnni_gemv!(gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
+
+/// # Safety
+/// `p` must point at a Q4_K × 8 group block (1152 bytes).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn q4_k_block(p: *const u8, y: &BlockQ8K) -> __m256 {
+    let low4 = _mm256_set1_epi8(0x0F);
+    // SAFETY: the caller's contract.
+    let scales = unsafe { q4_k_scales(p) };
+    // chunks 8k..8k+8 hold sub-block 2k in their low nibbles and 2k + 1 in their high ones
+    let mut isum = _mm256_setzero_si256();
+    for k in 0..4 {
+        let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for c in 8 * k..8 * k + 8 {
+            let l = 64 * k + 4 * (c % 8);
+            // SAFETY: chunk c of the 32 quant chunks; activation bytes l..l+4 and
+            // l+32..l+36 of the 256.
+            let (x, y0, y1) = unsafe {
+                (
+                    ld256(p.add(q4_k::QS + 32 * c)),
+                    bcast4(y.qs.as_ptr().add(l)),
+                    bcast4(y.qs.as_ptr().add(l + 32)),
+                )
+            };
+            lo = _mm256_dpbusd_epi32(lo, _mm256_and_si256(x, low4), y0);
+            hi = _mm256_dpbusd_epi32(hi, _mm256_and_si256(_mm256_srli_epi16(x, 4), low4), y1);
+        }
+        let lo = _mm256_mullo_epi32(lo, q4_k_scale_i32(&scales, 2 * k));
+        let hi = _mm256_mullo_epi32(hi, q4_k_scale_i32(&scales, 2 * k + 1));
+        isum = _mm256_add_epi32(isum, _mm256_add_epi32(lo, hi));
+    }
+    // SAFETY: the caller's contract.
+    let [term] = unsafe { q4_k_terms(p, [y], [isum]) };
+    term
+}
+
+/// Q4_K × 8 against one token: the AVX2 kernel's super-block loop over [`q4_k_block`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(super) fn gemv_q4_k(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
+    let group_bytes = (cols / QK_K) * q4_k::GROUP_BLOCK;
+    if group_bytes == 0 {
+        out.fill(0.0);
+        return;
+    }
+    for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
+        // SAFETY: the block function reads one group block (`super_blocks` checks the group
+        // holds them all).
+        let [acc] = super_blocks(cols, g, [a], q4_k::GROUP_BLOCK, |p, [y]| unsafe {
+            [q4_k_block(p, y)]
+        });
+        // SAFETY: `o` is 8 floats.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+    }
+}
