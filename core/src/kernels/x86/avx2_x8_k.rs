@@ -302,8 +302,8 @@ unsafe fn q6_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     let top2 = _mm256_set1_epi8(0xC0u8 as i8);
     // The quants are stored +32: isum = Σ_g scale_g · Σ q·y - 32 · Σ_g scale_g · bsum_g.
     // i16 pair p of a row is its scales 2p, 2p + 1: those of groups 2p and 2p + 1.
-    // SAFETY: scale pair p, 16 of the 128 scale bytes.
-    let pair = |p_: usize| _mm256_cvtepi8_epi16(unsafe { ld128(p.add(q6_k::SCALES + 16 * p_)) });
+    // SAFETY: p_ < 8 at every call below; the block is the caller's.
+    let pair = |p_: usize| unsafe { q6_k_pair(p, p_) };
     let mut isum = [_mm256_setzero_si256(); T];
     for n in 0..2 {
         // triple c holds elements 128n + 32k + 4c..+4 (k < 4): groups 8n + 2k + c/4. Two
@@ -348,19 +348,47 @@ unsafe fn q6_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
             }
         }
     }
+    // SAFETY: the caller's contract.
+    unsafe { q6_k_terms(p, ys, isum) }
+}
+
+/// Scale pair `p_` of a Q6_K × 8 group block: scales `2p_`, `2p_ + 1` of each row as the
+/// two i16 halves of its lane.
+///
+/// # Safety
+/// `p` must point at a Q6_K × 8 group block (1680 bytes); `p_ < 8`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q6_k_pair(p: *const u8, p_: usize) -> __m256i {
+    // SAFETY: scale pair p_, 16 of the 128 scale bytes (the caller's contract).
+    _mm256_cvtepi8_epi16(unsafe { ld128(p.add(q6_k::SCALES + 16 * p_)) })
+}
+
+/// A Q6_K super-block's float terms from the tokens' scaled sums of the stored (`+32`)
+/// quants: `isum - 32 · Σ_g scale_g · bsum_g`, then `d * d8 * isum`, rounded as the scalar
+/// kernel rounds it.
+///
+/// # Safety
+/// `p` must point at a Q6_K × 8 group block (1680 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q6_k_terms<const T: usize>(
+    p: *const u8,
+    ys: [&BlockQ8K; T],
+    isum: [__m256i; T],
+) -> [__m256; T] {
     let offset: [__m256i; T] = arr(|t| {
         let mut o = _mm256_setzero_si256();
         for p_ in 0..8 {
-            // SAFETY: bsums 2p, 2p + 1 are 4 of the 32 bytes.
-            let b = unsafe { bcast4(ys[t].bsums.as_ptr().add(4 * p_)) };
-            o = _mm256_add_epi32(o, _mm256_madd_epi16(pair(p_), b));
+            // SAFETY: bsums 2p, 2p + 1 are 4 of the 32 bytes; scale pair p_ of the block.
+            let (b, pair) = unsafe { (bcast4(ys[t].bsums.as_ptr().add(4 * p_)), q6_k_pair(p, p_)) };
+            o = _mm256_add_epi32(o, _mm256_madd_epi16(pair, b));
         }
         o
     });
 
-    // d * d8 * isum, rounded as the scalar kernel rounds it. Its `- dmin * d8 * msum` term is
-    // ±0 for Q6_K (dmin = 0, msum = 0), which changes no sum: it only turns a -0 term into
-    // +0, and the running sum, starting at +0, is never -0.
+    // Its `- dmin * d8 * msum` term is ±0 for Q6_K (dmin = 0, msum = 0), which changes no
+    // sum: it only turns a -0 term into +0, and the running sum, starting at +0, is never -0.
     // SAFETY: the eight f16 d.
     let d = unsafe { scales8(p.add(q6_k::D)) };
     arr(|t| {

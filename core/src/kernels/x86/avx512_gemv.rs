@@ -12,14 +12,19 @@
 //! Q4_K the same way: per 32-element sub-block one `vpdpbusd` chain per row group into an
 //! i32 sum (nibbles × y, nothing saturates), scaled by the sub-block's 6-bit scale with one
 //! `vpmulld` (AVX2: `vpmaddubsw` into i16, `vpmaddwd` with the scale); the mins and the float
-//! term are the AVX2 kernel's (`avx2_x8_k::q4_k_terms`).
+//! term are the AVX2 kernel's (`avx2_x8_k::q4_k_terms`). Q6_K alike: per pair of quant
+//! triples (one 16-element scale group) and quant vector one `vpdpbusd` chain, scaled by
+//! `vpmulld` with the group's signed scale; the `+32` offset and the float term are the
+//! AVX2 kernel's (`avx2_x8_k::q6_k_terms`).
 
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
 use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, Q5_SPREAD};
-use super::avx2_x8_k::{q4_k_scale_i32, q4_k_scales, q4_k_terms, super_blocks};
-use crate::quant::interleaved::{q4_0, q4_k, q5_0, q8_0, ROWS};
+use super::avx2_x8_k::{
+    q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms, super_blocks,
+};
+use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, ROWS};
 use crate::quant::kquants::q8_k::BlockQ8K;
 use crate::quant::kquants::QK_K;
 use crate::quant::legacy::BlockQ8_0;
@@ -187,21 +192,81 @@ unsafe fn q4_k_block(p: *const u8, y: &BlockQ8K) -> __m256 {
     term
 }
 
-/// Q4_K × 8 against one token: the AVX2 kernel's super-block loop over [`q4_k_block`].
+/// # Safety
+/// `p` must point at a Q6_K × 8 group block (1680 bytes).
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub(super) fn gemv_q4_k(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
-    let group_bytes = (cols / QK_K) * q4_k::GROUP_BLOCK;
-    if group_bytes == 0 {
-        out.fill(0.0);
-        return;
+unsafe fn q6_k_block(p: *const u8, y: &BlockQ8K) -> __m256 {
+    let low6 = _mm256_set1_epi8(0x3F);
+    let top2 = _mm256_set1_epi8(0xC0u8 as i8);
+    let mut isum = _mm256_setzero_si256();
+    for n in 0..2 {
+        // triple c holds elements 128n + 32k + 4c..+4 for k < 4 (group 8n + 2k + c/4):
+        // quant vectors x0, x1, x2 (low six bits: k = 0, 1, 2) and their top bits (k = 3)
+        for c0 in (0..8).step_by(4) {
+            let mut s = [_mm256_setzero_si256(); 4];
+            for c in c0..c0 + 4 {
+                let at = q6_k::QS + 96 * (8 * n + c);
+                // SAFETY: the three chunk vectors of triple 8n + c.
+                let x = |i: usize| unsafe { ld256(p.add(at + 32 * i)) };
+                let (x0, x1, x2) = (x(0), x(1), x(2));
+                let f = _mm256_or_si256(
+                    _mm256_srli_epi16(_mm256_and_si256(x0, top2), 2),
+                    _mm256_and_si256(x1, top2),
+                );
+                let f = _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x2, top2));
+                let q = [
+                    _mm256_and_si256(x0, low6),
+                    _mm256_and_si256(x1, low6),
+                    _mm256_and_si256(x2, low6),
+                    _mm256_srli_epi16(f, 2),
+                ];
+                for (k, (s, q)) in s.iter_mut().zip(q).enumerate() {
+                    // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
+                    let yk = unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
+                    *s = _mm256_dpbusd_epi32(*s, q, yk);
+                }
+            }
+            for (k, s) in s.into_iter().enumerate() {
+                // group 8n + 2k + c0/4: scale 2p or 2p + 1 of pair p = 4n + k
+                // SAFETY: 4n + k < 8.
+                let pair = unsafe { q6_k_pair(p, 4 * n + k) };
+                let scale = if c0 == 0 {
+                    _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16)
+                } else {
+                    _mm256_srai_epi32(pair, 16)
+                };
+                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(s, scale));
+            }
+        }
     }
-    for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
-        // SAFETY: the block function reads one group block (`super_blocks` checks the group
-        // holds them all).
-        let [acc] = super_blocks(cols, g, [a], q4_k::GROUP_BLOCK, |p, [y]| unsafe {
-            [q4_k_block(p, y)]
-        });
-        // SAFETY: `o` is 8 floats.
-        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
-    }
+    // SAFETY: the caller's contract.
+    let [term] = unsafe { q6_k_terms(p, [y], [isum]) };
+    term
 }
+
+/// Defines `gemv_$f` over a VNNI k-quant block function: the AVX2 kernel's super-block loop.
+macro_rules! vnni_kquant_gemv {
+    ($gemv:ident, $block:ident, $group_block:expr) => {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+        pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
+            let group_bytes = (cols / QK_K) * $group_block;
+            if group_bytes == 0 {
+                out.fill(0.0);
+                return;
+            }
+            for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
+                // SAFETY: the block function reads one group block (`super_blocks` checks
+                // the group holds them all).
+                let [acc] = super_blocks(cols, g, [a], $group_block, |p, [y]| unsafe {
+                    [$block(p, y)]
+                });
+                // SAFETY: `o` is 8 floats.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+            }
+        }
+    };
+}
+
+vnni_kquant_gemv!(gemv_q4_k, q4_k_block, q4_k::GROUP_BLOCK);
+vnni_kquant_gemv!(gemv_q6_k, q6_k_block, q6_k::GROUP_BLOCK);

@@ -107,7 +107,7 @@ mod avx2_x8_safe {
 mod avx512_safe {
     use super::{avx512, avx512_gemv, avx512_x8, avx512_x8_k};
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
-    safe_gemvs!(avx512_gemv: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k);
+    safe_gemvs!(avx512_gemv: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k);
     safe_gemms_multi!(avx512_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
     safe_gemms_multi!(avx512_x8_k: gemm_q4_k, gemm_q6_k);
 }
@@ -196,6 +196,7 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         k.set_gemv_x8(GgmlType::Q5_0, gemv_q5_0);
         k.set_gemv_x8(GgmlType::Q8_0, gemv_q8_0);
         k.set_gemv_x8(GgmlType::Q4_K, gemv_q4_k);
+        k.set_gemv_x8(GgmlType::Q6_K, gemv_q6_k);
         k.set_gemm_x8(GgmlType::Q4_0, gemm_q4_0);
         k.set_gemm_x8(GgmlType::Q5_0, gemm_q5_0);
         k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
