@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use std::time::Duration;
 
 use half::f16;
-use superinfer_benches::{tables, Rng};
+use superinfer_benches::{tables_from_env, Rng};
 use superinfer_runtime::core::ops::attention::flash::{tile_tokens, FlashScratch, Tile};
 use superinfer_runtime::core::ops::attention::{AttnShape, HeadRows, KvView};
 
@@ -22,13 +22,7 @@ const CASES: [(&str, usize, usize, usize, usize, usize); 3] = [
 ];
 
 fn attention_bench(c: &mut Criterion) {
-    let tables: Vec<_> = match std::env::var("SUPERINFER_BENCH_ISAS") {
-        Ok(s) => tables()
-            .into_iter()
-            .filter(|(isa, _)| s.split(',').any(|n| n.eq_ignore_ascii_case(isa.name())))
-            .collect(),
-        Err(_) => tables().into_iter().take(1).collect(),
-    };
+    let tables = tables_from_env();
     let mut group = c.benchmark_group("attention");
     group
         .sample_size(10)

@@ -10,7 +10,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 
-use superinfer_benches::{random_matrix, tables, Rng};
+use superinfer_benches::{random_matrix, tables_from_env, Rng};
 use superinfer_runtime::core::ops::matmul::{matmul, BatchAct, QMatrix};
 use superinfer_runtime::core::parallel::Sequential;
 use superinfer_runtime::core::quant::GgmlType;
@@ -37,13 +37,7 @@ fn matmul_bench(c: &mut Criterion) {
             .collect(),
         Err(_) => FORMATS.to_vec(),
     };
-    let tables: Vec<_> = match std::env::var("SUPERINFER_BENCH_ISAS") {
-        Ok(s) => tables()
-            .into_iter()
-            .filter(|(isa, _)| s.split(',').any(|n| n.eq_ignore_ascii_case(isa.name())))
-            .collect(),
-        Err(_) => tables().into_iter().take(1).collect(),
-    };
+    let tables = tables_from_env();
     for ty in formats {
         let mut group = c.benchmark_group(format!("matmul/{ty}"));
         group

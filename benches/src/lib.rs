@@ -53,3 +53,14 @@ pub fn tables() -> Vec<(Isa, Kernels)> {
         .filter_map(|isa| kernels::select(&f, Some(isa)).ok().map(|k| (isa, k)))
         .collect()
 }
+
+/// The kernel tables `SUPERINFER_BENCH_ISAS` names (e.g. `avx2,avx512`), or the best one.
+pub fn tables_from_env() -> Vec<(Isa, Kernels)> {
+    match std::env::var("SUPERINFER_BENCH_ISAS") {
+        Ok(s) => tables()
+            .into_iter()
+            .filter(|(isa, _)| s.split(',').any(|n| n.eq_ignore_ascii_case(isa.name())))
+            .collect(),
+        Err(_) => tables().into_iter().take(1).collect(),
+    }
+}

@@ -271,10 +271,11 @@ macro_rules! legacy_gemm {
 legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK, false);
 legacy_gemm!(gemm_q4_0, gemm_q4_0_t, q4_0_block, q4_0::GROUP_BLOCK, true);
 
-/// Defines `gemv_$f` over a legacy block function.
+/// Defines `$gemv`, a matrix × vector kernel compiled with `$features` over a legacy block
+/// function (`$block::<G, 1>` for one and two groups) through [`for_groups`].
 macro_rules! legacy_gemv {
-    ($gemv:ident, $block:ident, $group_block:expr) => {
-        #[target_feature(enable = "avx2,fma,f16c")]
+    ($features:literal: $gemv:ident, $block:ident, $group_block:expr) => {
+        #[target_feature(enable = $features)]
         pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
             // SAFETY: the block functions read one group block per group pointer.
             unsafe {
@@ -292,10 +293,11 @@ macro_rules! legacy_gemv {
         }
     };
 }
+pub(super) use legacy_gemv;
 
-legacy_gemv!(gemv_q8_0, q8_0_block, q8_0::GROUP_BLOCK);
-legacy_gemv!(gemv_q4_0, q4_0_block, q4_0::GROUP_BLOCK);
-legacy_gemv!(gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
+legacy_gemv!("avx2,fma,f16c": gemv_q8_0, q8_0_block, q8_0::GROUP_BLOCK);
+legacy_gemv!("avx2,fma,f16c": gemv_q4_0, q4_0_block, q4_0::GROUP_BLOCK);
+legacy_gemv!("avx2,fma,f16c": gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
 
 /// Group blocks a batch kernel takes apart at a time (9 KB of [`Decoded`], which stays in
 /// L1 while every token passes over it).

@@ -44,10 +44,11 @@ pub(super) fn super_blocks<const T: usize>(
     acc
 }
 
-/// Defines `gemv_$f` and `gemm_$f` over a k-quant block function.
-macro_rules! kquant_kernels {
-    ($gemv:ident, $gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
-        #[target_feature(enable = "avx2,fma,f16c")]
+/// Defines `$gemv`, a matrix × vector kernel compiled with `$features` over a k-quant block
+/// function for one token (`[&BlockQ8K; 1] -> [__m256; 1]`), super-block after super-block.
+macro_rules! kquant_gemv {
+    ($features:literal: $gemv:ident, $block:expr, $group_block:expr) => {
+        #[target_feature(enable = $features)]
         pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
             let group_bytes = (cols / QK_K) * $group_block;
             if group_bytes == 0 {
@@ -57,14 +58,19 @@ macro_rules! kquant_kernels {
             for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
                 // SAFETY: the block function reads one group block (`super_blocks` checks
                 // the group holds them all).
-                let [acc] = super_blocks(cols, g, [a], $group_block, |p, y| unsafe {
-                    $block::<1>(p, y)
-                });
+                let [acc] =
+                    super_blocks(cols, g, [a], $group_block, |p, y| unsafe { $block(p, y) });
                 // SAFETY: `o` is 8 floats.
                 unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
             }
         }
+    };
+}
+pub(super) use kquant_gemv;
 
+/// Defines `gemm_$f` over a k-quant block function.
+macro_rules! kquant_gemm {
+    ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
             token_tiles(acts, out, |a, o| {
@@ -79,7 +85,8 @@ macro_rules! kquant_kernels {
             acts: BatchRows<'_>,
             out: &mut [[f32; ROWS]],
         ) {
-            // SAFETY: as in the matrix × vector kernel.
+            // SAFETY: the block function reads one group block (`super_blocks` checks the
+            // group holds them all).
             let acc = super_blocks(
                 cols,
                 w,
@@ -95,20 +102,10 @@ macro_rules! kquant_kernels {
     };
 }
 
-kquant_kernels!(
-    gemv_q4_k,
-    gemm_q4_k,
-    gemm_q4_k_t,
-    q4_k_block,
-    q4_k::GROUP_BLOCK
-);
-kquant_kernels!(
-    gemv_q6_k,
-    gemm_q6_k,
-    gemm_q6_k_t,
-    q6_k_block,
-    q6_k::GROUP_BLOCK
-);
+kquant_gemv!("avx2,fma,f16c": gemv_q4_k, q4_k_block::<1>, q4_k::GROUP_BLOCK);
+kquant_gemv!("avx2,fma,f16c": gemv_q6_k, q6_k_block::<1>, q6_k::GROUP_BLOCK);
+kquant_gemm!(gemm_q4_k, gemm_q4_k_t, q4_k_block, q4_k::GROUP_BLOCK);
+kquant_gemm!(gemm_q6_k, gemm_q6_k_t, q6_k_block, q6_k::GROUP_BLOCK);
 
 /// A `vpshufb` control applying `pat` (byte indices within a 32-bit lane, -1 for zero) to
 /// every 32-bit lane.

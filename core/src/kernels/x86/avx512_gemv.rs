@@ -20,9 +20,9 @@
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
-use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, Q5_SPREAD};
+use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, legacy_gemv, Q5_SPREAD};
 use super::avx2_x8_k::{
-    q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms, super_blocks,
+    kquant_gemv, q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms, super_blocks,
 };
 use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, ROWS};
 use crate::quant::kquants::q8_k::BlockQ8K;
@@ -131,37 +131,15 @@ unsafe fn q5_0_block<const G: usize, const T: usize>(
     isum
 }
 
-/// Defines `gemv_$f` over a VNNI block function.
-macro_rules! vnni_gemv {
-    ($gemv:ident, $block:ident, $group_block:expr) => {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-        pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
-            // SAFETY: the block functions read one group block per group pointer.
-            unsafe {
-                for_groups(
-                    cols,
-                    w,
-                    a,
-                    sums,
-                    out,
-                    $group_block,
-                    |p, y, s| $block::<1, 1>(p, y, s),
-                    |p, y, s| $block::<2, 1>(p, y, s),
-                )
-            }
-        }
-    };
-}
-
-vnni_gemv!(gemv_q8_0, q8_0_block, q8_0::GROUP_BLOCK);
-vnni_gemv!(gemv_q4_0, q4_0_block, q4_0::GROUP_BLOCK);
-vnni_gemv!(gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
+legacy_gemv!("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c": gemv_q8_0, q8_0_block, q8_0::GROUP_BLOCK);
+legacy_gemv!("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c": gemv_q4_0, q4_0_block, q4_0::GROUP_BLOCK);
+legacy_gemv!("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c": gemv_q5_0, q5_0_block, q5_0::GROUP_BLOCK);
 
 /// # Safety
 /// `p` must point at a Q4_K × 8 group block (1152 bytes).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn q4_k_block(p: *const u8, y: &BlockQ8K) -> __m256 {
+unsafe fn q4_k_block(p: *const u8, [y]: [&BlockQ8K; 1]) -> [__m256; 1] {
     let low4 = _mm256_set1_epi8(0x0F);
     // SAFETY: the caller's contract.
     let scales = unsafe { q4_k_scales(p) };
@@ -188,15 +166,14 @@ unsafe fn q4_k_block(p: *const u8, y: &BlockQ8K) -> __m256 {
         isum = _mm256_add_epi32(isum, _mm256_add_epi32(lo, hi));
     }
     // SAFETY: the caller's contract.
-    let [term] = unsafe { q4_k_terms(p, [y], [isum]) };
-    term
+    unsafe { q4_k_terms(p, [y], [isum]) }
 }
 
 /// # Safety
 /// `p` must point at a Q6_K × 8 group block (1680 bytes).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn q6_k_block(p: *const u8, y: &BlockQ8K) -> __m256 {
+unsafe fn q6_k_block(p: *const u8, [y]: [&BlockQ8K; 1]) -> [__m256; 1] {
     let low6 = _mm256_set1_epi8(0x3F);
     let top2 = _mm256_set1_epi8(0xC0u8 as i8);
     let mut isum = _mm256_setzero_si256();
@@ -241,32 +218,8 @@ unsafe fn q6_k_block(p: *const u8, y: &BlockQ8K) -> __m256 {
         }
     }
     // SAFETY: the caller's contract.
-    let [term] = unsafe { q6_k_terms(p, [y], [isum]) };
-    term
+    unsafe { q6_k_terms(p, [y], [isum]) }
 }
 
-/// Defines `gemv_$f` over a VNNI k-quant block function: the AVX2 kernel's super-block loop.
-macro_rules! vnni_kquant_gemv {
-    ($gemv:ident, $block:ident, $group_block:expr) => {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-        pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], _sums: &[i32], out: &mut [f32]) {
-            let group_bytes = (cols / QK_K) * $group_block;
-            if group_bytes == 0 {
-                out.fill(0.0);
-                return;
-            }
-            for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
-                // SAFETY: the block function reads one group block (`super_blocks` checks
-                // the group holds them all).
-                let [acc] = super_blocks(cols, g, [a], $group_block, |p, [y]| unsafe {
-                    [$block(p, y)]
-                });
-                // SAFETY: `o` is 8 floats.
-                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
-            }
-        }
-    };
-}
-
-vnni_kquant_gemv!(gemv_q4_k, q4_k_block, q4_k::GROUP_BLOCK);
-vnni_kquant_gemv!(gemv_q6_k, q6_k_block, q6_k::GROUP_BLOCK);
+kquant_gemv!("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c": gemv_q4_k, q4_k_block, q4_k::GROUP_BLOCK);
+kquant_gemv!("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c": gemv_q6_k, q6_k_block, q6_k::GROUP_BLOCK);
