@@ -179,7 +179,7 @@ impl Kernels {
         self.geglu = f;
     }
 
-    /// One tile of prompt attention (`ops::attention::flash`).
+    /// One tile of attention (`ops::attention::flash`).
     pub fn flash(&self) -> FlashFn {
         self.flash
     }

@@ -92,8 +92,7 @@ impl Logits {
 }
 
 /// Runs `tokens` at positions `pos0..pos0 + tokens.len()` (the cache must hold positions
-/// `0..pos0`) and calls `on_logits(i, logits)` for
-/// the tokens `which` asks for.
+/// `0..pos0`) and calls `on_logits(i, logits)` for the tokens `which` asks for.
 #[allow(clippy::too_many_arguments)]
 pub fn forward_batch(
     w: &Weights<'_>,

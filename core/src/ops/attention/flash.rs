@@ -1,5 +1,5 @@
-//! Flash attention for prompt batches: a tile of query rows (every query head sharing one KV
-//! head, for a run of consecutive tokens) walks the cache [`KEYS`] positions at a time with
+//! Flash attention for prompt batches and decode steps: a tile of query rows (the query
+//! heads sharing one KV head, for a run of consecutive tokens) walks the cache [`KEYS`] positions at a time with
 //! an online softmax, so there is no score matrix beyond `rows × KEYS`, and each key and
 //! value row is converted to f32 once per tile instead of once per query head and token.
 //!
@@ -54,7 +54,7 @@ pub fn tile_tokens(group: usize) -> usize {
     (TILE_ROWS / group.max(1)).max(1)
 }
 
-/// One tile of a prompt's attention: the query heads of KV head `k_head` / `v_head` for
+/// One tile of attention: the query heads of KV head `k_head` / `v_head` for
 /// [`Self::n_rows`] (token, head) rows, whose queries and windows sit in the scratch.
 pub struct Tile<'a> {
     pub keys: KvView<'a>,
