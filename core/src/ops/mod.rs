@@ -3,6 +3,7 @@
 
 pub mod activation;
 pub mod attention;
+pub mod exp;
 pub mod matmul;
 pub mod norm;
 pub mod rope;

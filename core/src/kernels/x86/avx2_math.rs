@@ -6,7 +6,8 @@ use core::arch::x86_64::*;
 /// `e^x` per lane, within 2 ulp for normal results: `x = n·ln2 + r` with `|r| <= ln2/2`
 /// (ln2 split in two parts so `r` is exact), a degree-6 Taylor polynomial for `e^r`, and
 /// `2^n` put into the exponent bits. Inputs are clamped to [-87.3, 88.7] (results between
-/// 1.2e-38 and 3.3e38: no infinities or subnormals).
+/// 1.2e-38 and 3.3e38: no infinities or subnormals). `ops::exp::exp_poly` is this, one lane
+/// at a time (the same bits).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn exp_ps(x: __m256) -> __m256 {

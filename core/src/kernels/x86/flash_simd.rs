@@ -193,3 +193,62 @@ impl Simd for Avx512 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::tests::table_or_skip;
+    use crate::kernels::Isa;
+    use crate::ops::exp::exp_poly;
+    use alloc::vec::Vec;
+
+    /// The 8- and 16-lane exponentials against their scalar reference, bit for bit: a sweep
+    /// of the clamped range, its ends and beyond, zeros, infinities and NaN.
+    #[test]
+    fn vector_exponentials_are_exp_poly() {
+        let mut xs: Vec<f32> = (0..4000).map(|i| -90.0 + i as f32 * 0.0451).collect();
+        xs.extend([
+            0.0,
+            -0.0,
+            -87.3,
+            88.7,
+            -87.29,
+            1e-8,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ]);
+        xs.resize(xs.len().next_multiple_of(16), 0.5);
+        let want: Vec<u32> = xs.iter().map(|&x| exp_poly(x).to_bits()).collect();
+        if table_or_skip(Isa::Avx2).is_some() {
+            for (c, w) in xs.chunks_exact(8).zip(want.chunks_exact(8)) {
+                let mut got = [0.0f32; 8];
+                // SAFETY: the host has AVX2 and FMA (checked above); 8 floats each way.
+                unsafe { avx2_exp(c, &mut got) };
+                let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, w, "avx2 exp of {c:?}");
+            }
+        }
+        if table_or_skip(Isa::Avx512).is_some() {
+            for (c, w) in xs.chunks_exact(16).zip(want.chunks_exact(16)) {
+                let mut got = [0.0f32; 16];
+                // SAFETY: the host has AVX-512 F with the AVX2 set (checked above).
+                unsafe { avx512_exp(c, &mut got) };
+                let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, w, "avx512 exp of {c:?}");
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_exp(x: &[f32], out: &mut [f32; 8]) {
+        // SAFETY: 8 floats each way (the caller's slices).
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), exp_ps(_mm256_loadu_ps(x.as_ptr()))) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn avx512_exp(x: &[f32], out: &mut [f32; 16]) {
+        // SAFETY: 16 floats each way (the caller's slices).
+        unsafe { _mm512_storeu_ps(out.as_mut_ptr(), exp512(_mm512_loadu_ps(x.as_ptr()))) }
+    }
+}

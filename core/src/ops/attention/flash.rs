@@ -20,10 +20,12 @@
 //! The body is plain Rust generic over [`Simd`] (the lanes, how they multiply-add and the
 //! exponential) and compiled once per ISA with that ISA's target features (see
 //! `kernels::x86`): per row, scores are summed over the head dimension and values over the
-//! keys in order, fused on ISAs with FMA as ggml's flash-attention GEMM does (Qwen2.5's large
-//! keys make its perplexity sensitive even to that rounding: fused 0.18% from
-//! llama-perplexity on the fixture text, unfused 0.38%). Lane width does not change a row's
-//! arithmetic, so the 8- and 16-lane FMA instances agree bit for bit.
+//! keys in order, fused as ggml's flash-attention GEMM does (Qwen2.5's large keys make its
+//! perplexity sensitive even to that rounding: fused 0.18% from llama-perplexity on the
+//! fixture text, unfused 0.38%). Lane width does not change a row's arithmetic, and the
+//! portable instance fuses too (`libm::fmaf`) and takes the SIMD exponential's operations
+//! lane by lane ([`exp_poly`]), so every instance gives the same bits: the scalar table
+//! computes what AVX2 and AVX-512 compute.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -32,6 +34,7 @@ use core::ops::Range;
 use super::kv::{HeadRows, KvView};
 use super::AttnShape;
 use crate::kernels::F16Ops;
+use crate::ops::exp::exp_poly;
 use crate::quant::legacy::{dequantize_q8_0, QK};
 
 /// Key positions per block.
@@ -178,7 +181,9 @@ pub trait Simd {
     fn exp(x: Self::V) -> Self::V;
 }
 
-/// The portable instance: eight lanes, separate multiply and add, `libm::expf`.
+/// The portable instance: eight lanes, fused multiply-adds (`libm::fmaf`; hardware on
+/// targets whose libm has it) and [`exp_poly`], so it agrees with the SIMD instances bit for
+/// bit.
 pub struct Portable;
 
 impl Simd for Portable {
@@ -214,7 +219,7 @@ impl Simd for Portable {
     }
     #[inline(always)]
     fn mad(a: [f32; 8], x: f32, b: [f32; 8]) -> [f32; 8] {
-        core::array::from_fn(|l| a[l] + x * b[l])
+        core::array::from_fn(|l| libm::fmaf(x, b[l], a[l]))
     }
     #[inline(always)]
     fn mask(s: [f32; 8], pos: f32, start: [f32; 8], end: [f32; 8]) -> [f32; 8] {
@@ -232,7 +237,7 @@ impl Simd for Portable {
     }
     #[inline(always)]
     fn exp(x: [f32; 8]) -> [f32; 8] {
-        core::array::from_fn(|l| if x[l] >= -87.3 { libm::expf(x[l]) } else { 0.0 })
+        core::array::from_fn(|l| if x[l] >= -87.3 { exp_poly(x[l]) } else { 0.0 })
     }
 }
 
