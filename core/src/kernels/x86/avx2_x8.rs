@@ -7,8 +7,8 @@
 //!
 //! Every block function is generic over `G` weight groups and `T` tokens: it unpacks each
 //! group's quants once and multiplies them with every token's activation bytes. The matrix ×
-//! vector kernels (`gemv_*`) run two groups against one token (sharing the activation
-//! broadcasts); the batch kernels (`gemm_*`, prompt processing) run one group against every
+//! vector kernels (`gemv_*`) run one group at a time against one token (one weight stream:
+//! see [`for_groups`]); the batch kernels (`gemm_*`, prompt processing) run one group against every
 //! token of a batch, [`GEMM_TOKENS`] at a time, so unpacking the weights costs a quarter as
 //! much per token. Q5_0, whose fifth bits take the most unpacking, goes further: its batch
 //! kernel decodes each group once for the whole batch ([`gemm_decoded`]). Each token's float
@@ -90,15 +90,17 @@ pub(super) fn prefetch_ahead(p: *const u8, len: usize) {
     }
 }
 
-/// Runs `one` / `two` (the integer part of one block for one / two groups and one token: from
-/// pointers to each group's block, the activation block and its quant sum) over every
-/// block of every group, two groups at a time (sharing the activation broadcasts and scale)
-/// with a last odd group on its own, and stores the eight sums of each group.
+/// Runs `block` (the integer part of one block for one group and one token: from a pointer
+/// to the group's block, the activation block and its quant sum) over every block of every
+/// group, group after group, and stores the eight sums of each group.
+///
+/// One group at a time is one stream of weights: walking two groups at once (to share the
+/// activation broadcasts) ran from DRAM at 13.6 GiB/s for Q4_0 × 8 on a Zen 4 core, one at a
+/// time at 22.9 (`kernels` bench, `dram-1t`), for 5% less in L2.
 ///
 /// # Safety
-/// The block functions must only read their groups' `group_block` bytes per block.
+/// `block` must only read its group's `group_block` bytes per block.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn for_groups(
     cols: usize,
@@ -107,42 +109,25 @@ pub(super) unsafe fn for_groups(
     sums: &[i32],
     out: &mut [f32],
     group_block: usize,
-    one: impl Fn([*const u8; 1], [&BlockQ8_0; 1], [i32; 1]) -> [[__m256i; 1]; 1],
-    two: impl Fn([*const u8; 2], [&BlockQ8_0; 1], [i32; 1]) -> [[__m256i; 1]; 2],
+    block: impl Fn([*const u8; 1], [&BlockQ8_0; 1], [i32; 1]) -> [[__m256i; 1]; 1],
 ) {
     let nb = cols / QK;
     let ys = &blocks::<BlockQ8_0>(a)[..nb];
     let sums = |b: usize| sums.get(b).copied().unwrap_or(0);
     let group_bytes = nb * group_block;
-    let mut pairs = w.chunks_exact(2 * group_bytes);
-    let mut outs = out.chunks_exact_mut(2 * ROWS);
-    for (g, o) in (&mut pairs).zip(&mut outs) {
-        // SAFETY (all blocks below): `g` holds two groups of nb blocks of `group_block`
-        // bytes; `o` is 16 floats.
-        unsafe {
-            let mut acc = [_mm256_setzero_ps(); 2];
-            for (b, y) in ys.iter().enumerate() {
-                let p0 = g.as_ptr().add(b * group_block);
-                let p1 = p0.add(group_bytes);
-                prefetch_ahead(p0, group_block);
-                prefetch_ahead(p1, group_block);
-                let dy = _mm256_set1_ps(f16(y.d));
-                let [[i0], [i1]] = two([p0, p1], [y], [sums(b)]);
-                acc[0] = accumulate(acc[0], i0, scales8(p0), dy);
-                acc[1] = accumulate(acc[1], i1, scales8(p1), dy);
-            }
-            _mm256_storeu_ps(o.as_mut_ptr(), acc[0]);
-            _mm256_storeu_ps(o.as_mut_ptr().add(ROWS), acc[1]);
-        }
+    if group_bytes == 0 {
+        out.fill(0.0);
+        return;
     }
-    let (g, o) = (pairs.remainder(), outs.into_remainder());
-    if g.len() == group_bytes && o.len() == ROWS {
-        // SAFETY: as above, for the one group left.
+    for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
+        // SAFETY (all blocks below): `g` holds one group of nb blocks of `group_block`
+        // bytes; `o` is 8 floats.
         unsafe {
             let mut acc = _mm256_setzero_ps();
             for (b, y) in ys.iter().enumerate() {
                 let p = g.as_ptr().add(b * group_block);
-                let [[i]] = one([p], [y], [sums(b)]);
+                prefetch_ahead(p, group_block);
+                let [[i]] = block([p], [y], [sums(b)]);
                 acc = accumulate(acc, i, scales8(p), _mm256_set1_ps(f16(y.d)));
             }
             _mm256_storeu_ps(o.as_mut_ptr(), acc);
@@ -272,23 +257,16 @@ legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK, false);
 legacy_gemm!(gemm_q4_0, gemm_q4_0_t, q4_0_block, q4_0::GROUP_BLOCK, true);
 
 /// Defines `$gemv`, a matrix × vector kernel compiled with `$features` over a legacy block
-/// function (`$block::<G, 1>` for one and two groups) through [`for_groups`].
+/// function (`$block::<1, 1>`) through [`for_groups`].
 macro_rules! legacy_gemv {
     ($features:literal: $gemv:ident, $block:ident, $group_block:expr) => {
         #[target_feature(enable = $features)]
         pub(super) fn $gemv(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]) {
             // SAFETY: the block functions read one group block per group pointer.
             unsafe {
-                for_groups(
-                    cols,
-                    w,
-                    a,
-                    sums,
-                    out,
-                    $group_block,
-                    |p, y, s| $block::<1, 1>(p, y, s),
-                    |p, y, s| $block::<2, 1>(p, y, s),
-                )
+                for_groups(cols, w, a, sums, out, $group_block, |p, y, s| {
+                    $block::<1, 1>(p, y, s)
+                })
             }
         }
     };
