@@ -573,9 +573,46 @@ unsafe fn q4_0_block<const G: usize, const T: usize>(
 }
 
 /// Lane `r` (4 bytes) takes row `r`'s bit byte of a Q5_0 × 8 chunk.
-pub(super) const Q5_SPREAD: [i8; 32] = [
+const Q5_SPREAD: [i8; 32] = [
     0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
 ];
+
+/// Chunk `c` (< 4) of a Q5_0 × 8 group block as unsigned 5-bit values: elements `4c + k`
+/// (low) and `16 + 4c + k` (high) of the eight rows, each byte with its fifth bit.
+///
+/// # Safety
+/// `p` must point at a Q5_0 × 8 group block (176 bytes) and `c < 4`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q5_0_chunk(p: *const u8, c: usize) -> (__m256i, __m256i) {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let sixteen = _mm256_set1_epi8(0x10);
+    // SAFETY: the table is 32 bytes; chunk c's 8 bit bytes and 32 quant bytes (the caller's
+    // contract).
+    let (spread, h8, x) = unsafe {
+        (
+            ld256(Q5_SPREAD.as_ptr()),
+            p.add(16 + 8 * c).cast::<i64>().read_unaligned(),
+            ld256(p.add(48 + 32 * c)),
+        )
+    };
+    // byte j of a lane tests bit j (low elements) or bit 4 + j (high elements)
+    let bits = _mm256_shuffle_epi8(_mm256_set1_epi64x(h8), spread);
+    let fifth = |probe: i32| {
+        let probe = _mm256_set1_epi32(probe);
+        _mm256_and_si256(
+            _mm256_cmpeq_epi8(_mm256_and_si256(bits, probe), probe),
+            sixteen,
+        )
+    };
+    (
+        _mm256_or_si256(_mm256_and_si256(x, low4), fifth(0x0804_0201)),
+        _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(x, 4), low4),
+            fifth(0x8040_2010_u32 as i32),
+        ),
+    )
+}
 
 /// # Safety
 /// Each `ps[g]` must point at a Q5_0 × 8 group block (176 bytes).
@@ -587,38 +624,14 @@ unsafe fn q5_0_block<const G: usize, const T: usize>(
     sums: [i32; T],
 ) -> [[__m256i; T]; G] {
     let ones = _mm256_set1_epi16(1);
-    let low4 = _mm256_set1_epi8(0x0F);
-    let sixteen = _mm256_set1_epi8(0x10);
-    // SAFETY: the table is 32 bytes.
-    let spread = unsafe { ld256(Q5_SPREAD.as_ptr()) };
-    // byte j of a lane tests bit j (low elements) or bit 4 + j (high elements)
-    let lo_bit = _mm256_set1_epi32(0x0804_0201);
-    let hi_bit = _mm256_set1_epi32(0x8040_2010_u32 as i32);
-    let fifth = |bits: __m256i, probe: __m256i| {
-        _mm256_and_si256(
-            _mm256_cmpeq_epi8(_mm256_and_si256(bits, probe), probe),
-            sixteen,
-        )
-    };
     // unsigned 5-bit values × y: at most 4 products per i16 (4 × 2·31·128 < 2^15)
     let mut isum: [[__m256i; T]; G] = [arr(|t| _mm256_set1_epi32(-16 * sums[t])); G];
     for half in 0..2 {
         let mut s16 = [[_mm256_setzero_si256(); T]; G];
         for c in 2 * half..2 * half + 2 {
             for (p, s16) in ps.iter().zip(&mut s16) {
-                // SAFETY: chunk c's 8 bit bytes and 32 quant bytes (the caller's contract).
-                let (h8, x) = unsafe {
-                    (
-                        p.add(16 + 8 * c).cast::<i64>().read_unaligned(),
-                        ld256(p.add(48 + 32 * c)),
-                    )
-                };
-                let bits = _mm256_shuffle_epi8(_mm256_set1_epi64x(h8), spread);
-                let lo = _mm256_or_si256(_mm256_and_si256(x, low4), fifth(bits, lo_bit));
-                let hi = _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16(x, 4), low4),
-                    fifth(bits, hi_bit),
-                );
+                // SAFETY: chunk c < 4 of the group block (the caller's contract).
+                let (lo, hi) = unsafe { q5_0_chunk(*p, c) };
                 for (s16, y) in s16.iter_mut().zip(&ys) {
                     // SAFETY: activation bytes 4c and 16 + 4c.
                     let (y0, y1) = unsafe { bcast_pair(y, c) };

@@ -20,7 +20,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
-use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, legacy_gemv, Q5_SPREAD};
+use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, legacy_gemv, q5_0_chunk};
 use super::avx2_x8_k::{
     kquant_gemv, q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms, super_blocks,
 };
@@ -111,35 +111,11 @@ unsafe fn q5_0_block<const G: usize, const T: usize>(
     ys: [&BlockQ8_0; T],
     sums: [i32; T],
 ) -> [[__m256i; T]; G] {
-    let low4 = _mm256_set1_epi8(0x0F);
-    let sixteen = _mm256_set1_epi8(0x10);
-    // SAFETY: the table is 32 bytes.
-    let spread = unsafe { ld256(Q5_SPREAD.as_ptr()) };
-    // byte j of a lane tests bit j (low elements) or bit 4 + j (high elements)
-    let lo_bit = _mm256_set1_epi32(0x0804_0201);
-    let hi_bit = _mm256_set1_epi32(0x8040_2010_u32 as i32);
-    let fifth = |bits: __m256i, probe: __m256i| {
-        _mm256_and_si256(
-            _mm256_cmpeq_epi8(_mm256_and_si256(bits, probe), probe),
-            sixteen,
-        )
-    };
     let mut isum: [[__m256i; T]; G] = [arr(|t| _mm256_set1_epi32(-16 * sums[t])); G];
     for c in 0..4 {
         for (p, isum) in ps.iter().zip(&mut isum) {
-            // SAFETY: chunk c's 8 bit bytes and 32 quant bytes (the caller's contract).
-            let (h8, x) = unsafe {
-                (
-                    p.add(16 + 8 * c).cast::<i64>().read_unaligned(),
-                    ld256(p.add(48 + 32 * c)),
-                )
-            };
-            let bits = _mm256_shuffle_epi8(_mm256_set1_epi64x(h8), spread);
-            let lo = _mm256_or_si256(_mm256_and_si256(x, low4), fifth(bits, lo_bit));
-            let hi = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi16(x, 4), low4),
-                fifth(bits, hi_bit),
-            );
+            // SAFETY: chunk c < 4 of the group block (the caller's contract).
+            let (lo, hi) = unsafe { q5_0_chunk(*p, c) };
             for (isum, y) in isum.iter_mut().zip(&ys) {
                 // SAFETY: activation bytes 4c and 16 + 4c.
                 let (y0, y1) = unsafe { bcast_pair(y, c) };
