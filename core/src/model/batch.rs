@@ -204,8 +204,30 @@ fn project(
     n: usize,
     out: &mut [f32],
 ) -> Result<()> {
-    act.quantize(k, par, m.act_type(), &x[..n * m.cols], n)?;
-    matmul(k, par, m, act, n, &mut out[..n * m.rows])
+    project_many(k, par, act, [m], x, n, [out])
+}
+
+/// `outs[i] = Ws[i] · x` for the first `n` rows of `x`, quantizing `x` once for each run of
+/// matrices that take the same activation type (Q / K / V, gate / up).
+fn project_many<const M: usize>(
+    k: &Kernels,
+    par: &dyn Parallel,
+    act: &mut BatchAct,
+    ms: [&QMatrix<'_>; M],
+    x: &[f32],
+    n: usize,
+    outs: [&mut [f32]; M],
+) -> Result<()> {
+    let mut quantized = None;
+    for (m, out) in ms.into_iter().zip(outs) {
+        let ty = m.act_type();
+        if quantized != Some((ty, m.cols)) {
+            act.quantize(k, par, ty, &x[..n * m.cols], n)?;
+            quantized = Some((ty, m.cols));
+        }
+        matmul(k, par, m, act, n, &mut out[..n * m.rows])?;
+    }
+    Ok(())
 }
 
 /// Rows a worker takes at least in the row-wise batch steps (norms, residual adds).
@@ -274,9 +296,15 @@ fn attention_block(
     let (k_row, v_row) = c.kv_row();
     let (q_row, o_row) = (c.n_head * c.head_dim_k, c.n_head * c.head_dim_v);
     norm_rows(par, &mut b.xb, &b.x, &l.attn_norm, c.rms_eps, d, n);
-    project(k, par, &mut b.act, &l.wq, &b.xb, n, &mut b.q)?;
-    project(k, par, &mut b.act, &l.wk, &b.xb, n, &mut b.k)?;
-    project(k, par, &mut b.act, &l.wv, &b.xb, n, &mut b.v)?;
+    project_many(
+        k,
+        par,
+        &mut b.act,
+        [&l.wq, &l.wk, &l.wv],
+        &b.xb,
+        n,
+        [&mut b.q, &mut b.k, &mut b.v],
+    )?;
     // biases, norms and RoPE token by token on the workers (each with its own RoPE
     // scratch), then the cache writes
     let half = c.n_rot / 2;
@@ -365,8 +393,15 @@ fn ffn_block(
     let d = c.n_embd;
     let n_ff = l.up.rows;
     norm_rows(par, &mut b.xb, &b.x, &l.ffn_norm, c.rms_eps, d, n);
-    project(k, par, &mut b.act, &l.gate, &b.xb, n, &mut b.hb)?;
-    project(k, par, &mut b.act, &l.up, &b.xb, n, &mut b.hb2)?;
+    project_many(
+        k,
+        par,
+        &mut b.act,
+        [&l.gate, &l.up],
+        &b.xb,
+        n,
+        [&mut b.hb, &mut b.hb2],
+    )?;
     // row by row, as the single-token pass calls them (same vector / tail split), the rows
     // spread over the threads
     let (gates, ups) = (DisjointSlice::new(&mut b.hb), &b.hb2);
