@@ -202,31 +202,59 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     // time (the chunks read twice, from L1), so the tokens' sums stay in registers: unsigned
     // nibbles × y summed in i16 (8 × 2·15·128 < 2^15), then scaled with `vpmaddwd`.
     let mut isum = [_mm256_setzero_si256(); T];
-    for j in 0..8 {
-        let (k, high) = (j / 2, j % 2 == 1);
-        let mut s = [_mm256_setzero_si256(); T];
-        for c in 8 * k..8 * k + 8 {
-            let l = 64 * k + 32 * (j % 2) + 4 * (c % 8);
-            // SAFETY: chunk c of the 32 quant chunks.
-            let x = unsafe { ld256(p.add(q4_k::QS + 32 * c)) };
-            let q = if high {
-                _mm256_and_si256(_mm256_srli_epi16(x, 4), low4)
-            } else {
-                _mm256_and_si256(x, low4)
-            };
-            for t in 0..T {
-                // SAFETY: activation bytes l..l+4 of the 256.
-                let y = unsafe { bcast4(ys[t].qs.as_ptr().add(l)) };
-                s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(q, y));
-            }
-        }
-        let sc = q4_k_scale(&scales, j);
-        for t in 0..T {
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s[t], sc));
-        }
+    // SAFETY (each sub-block): the caller's contract. Sub-block by sub-block with `J` a
+    // constant, so every offset, nibble choice and scale table is known at compile time
+    // (with a loop index LLVM kept the activation broadcasts in stack slots).
+    unsafe {
+        q4_k_sub_block::<T, 0>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 1>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 2>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 3>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 4>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 6>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 7>(p, &ys, &scales, low4, &mut isum);
     }
     // SAFETY: the caller's contract.
     unsafe { q4_k_terms(p, ys, isum) }
+}
+
+/// Sub-block `J` of a Q4_K × 8 group block against the tokens: `isum[t] += scale_J ·
+/// Σ q·y`. Chunks 8k..8k+8 hold sub-block 2k in their low nibbles and 2k + 1 in their high
+/// ones (k = J / 2).
+///
+/// # Safety
+/// `p` must point at a Q4_K × 8 group block (1152 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q4_k_sub_block<const T: usize, const J: usize>(
+    p: *const u8,
+    ys: &[&BlockQ8K; T],
+    scales: &[__m256i; 2],
+    low4: __m256i,
+    isum: &mut [__m256i; T],
+) {
+    let k = J / 2;
+    let mut s = [_mm256_setzero_si256(); T];
+    for c in 0..8 {
+        let l = 64 * k + 32 * (J % 2) + 4 * c;
+        // SAFETY: chunk 8k + c of the 32 quant chunks.
+        let x = unsafe { ld256(p.add(q4_k::QS + 32 * (8 * k + c))) };
+        let q = if J % 2 == 1 {
+            _mm256_and_si256(_mm256_srli_epi16(x, 4), low4)
+        } else {
+            _mm256_and_si256(x, low4)
+        };
+        for t in 0..T {
+            // SAFETY: activation bytes l..l+4 of the 256.
+            let y = unsafe { bcast4(ys[t].qs.as_ptr().add(l)) };
+            s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(q, y));
+        }
+    }
+    let sc = q4_k_scale(scales, J);
+    for t in 0..T {
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s[t], sc));
+    }
 }
 
 /// A Q4_K super-block's float terms from the tokens' scaled sums `isum`: the mins'
