@@ -197,14 +197,12 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     // SAFETY: the caller's contract.
     let scales = unsafe { q4_k_scales(p) };
 
-    // isum = Σ_j scale_j · Σ q·y over sub-blocks j (32 elements): chunks 8k..8k+8 hold
-    // sub-block 2k in their low nibbles and 2k + 1 in their high ones. One sub-block at a
-    // time (the chunks read twice, from L1), so the tokens' sums stay in registers: unsigned
-    // nibbles × y summed in i16 (8 × 2·15·128 < 2^15), then scaled with `vpmaddwd`.
+    // isum = Σ_j scale_j · Σ q·y over sub-blocks j (32 elements), one sub-block at a time
+    // (each pair of them reads its chunks twice, from L1) so the tokens' sums stay in
+    // registers. `J` is a constant, so every offset, nibble choice and scale table is known at
+    // compile time (with a loop index LLVM kept the activation broadcasts in stack slots).
     let mut isum = [_mm256_setzero_si256(); T];
-    // SAFETY (each sub-block): the caller's contract. Sub-block by sub-block with `J` a
-    // constant, so every offset, nibble choice and scale table is known at compile time
-    // (with a loop index LLVM kept the activation broadcasts in stack slots).
+    // SAFETY (each sub-block): the caller's contract.
     unsafe {
         q4_k_sub_block::<T, 0>(p, &ys, &scales, low4, &mut isum);
         q4_k_sub_block::<T, 1>(p, &ys, &scales, low4, &mut isum);
@@ -221,7 +219,8 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
 
 /// Sub-block `J` of a Q4_K × 8 group block against the tokens: `isum[t] += scale_J ·
 /// Σ q·y`. Chunks 8k..8k+8 hold sub-block 2k in their low nibbles and 2k + 1 in their high
-/// ones (k = J / 2).
+/// ones (k = J / 2); unsigned nibbles × y are summed in i16 (8 × 2·15·128 < 2^15), then
+/// scaled with `vpmaddwd`.
 ///
 /// # Safety
 /// `p` must point at a Q4_K × 8 group block (1152 bytes).
