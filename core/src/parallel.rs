@@ -51,6 +51,12 @@ impl<'a, T> DisjointSlice<'a, T> {
         self.len == 0
     }
 
+    /// The start of the whole slice, for kernels that write strided pieces of it (their
+    /// writes carry the same contract as [`Self::piece`]: disjoint between workers).
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+
     /// The piece `[start, start + len)` (clamped to the slice).
     ///
     /// # Safety

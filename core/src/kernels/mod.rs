@@ -17,7 +17,7 @@ mod x86;
 pub(crate) mod tests;
 
 use crate::ops::attention::flash::FlashFn;
-use crate::quant::interleaved::{GemmX8Fn, GemvX8Fn};
+use crate::quant::interleaved::{GemmX8Fn, GemvX8Fn, StoreTileFn};
 use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn};
 
 /// What the CPU can do, as detected by the frontend.
@@ -83,6 +83,7 @@ pub struct Kernels {
     quantize: [Option<QuantizeRowFn>; N_TYPES],
     gemv_x8: [Option<GemvX8Fn>; N_TYPES],
     gemm_x8: [Option<GemmX8Fn>; N_TYPES],
+    store_tile: StoreTileFn,
     f16: F16Ops,
     swiglu: fn(gate: &mut [f32], up: &[f32]),
     geglu: fn(gate: &mut [f32], up: &[f32]),
@@ -102,6 +103,7 @@ impl Kernels {
             quantize: [None; N_TYPES],
             gemv_x8: [None; N_TYPES],
             gemm_x8: [None; N_TYPES],
+            store_tile: crate::quant::interleaved::store_tile,
             f16: generic::f16::OPS,
             swiglu: crate::ops::activation::swiglu,
             geglu: crate::ops::activation::geglu,
@@ -153,6 +155,15 @@ impl Kernels {
     }
 
     /// The f16 row primitives.
+    /// How the batch kernels' output tiles reach the token-major result.
+    pub fn store_tile(&self) -> StoreTileFn {
+        self.store_tile
+    }
+
+    pub fn set_store_tile(&mut self, f: StoreTileFn) {
+        self.store_tile = f;
+    }
+
     pub fn f16_ops(&self) -> &F16Ops {
         &self.f16
     }

@@ -688,3 +688,58 @@ fn geglu_parity_avx2() {
 fn swiglu_parity_avx2() {
     swiglu_parity(Isa::Avx2);
 }
+
+/// Every ISA's tile store writes what the scalar one writes: odd and even group counts,
+/// destinations on and off cache lines and 32-byte boundaries, strides that are not
+/// multiples of a line, and nothing outside each token's run.
+#[test]
+fn store_tile_parity() {
+    let mut rng = Rng::new(0x5707e);
+    for isa in host_features().available() {
+        let k = table_or_skip(isa).expect("an available ISA has a table");
+        for (groups, n, stride, offset) in [
+            (1, 1, 8, 0),
+            (2, 5, 16, 0),
+            (3, 7, 40, 8),
+            (4, 9, 36, 4),
+            (5, 3, 64, 16),
+            (6, 12, 56, 2),
+            (2, 4, 16, 24),
+        ] {
+            let tile: Vec<[f32; 8]> = (0..groups * n)
+                .map(|_| core::array::from_fn(|_| rng.next_f64() as f32 - 0.5))
+                .collect();
+            let len = (n - 1) * stride + groups * 8 + 32;
+            let (mut want, mut got) = (
+                vec![f32::NAN; len + 16 + offset],
+                vec![f32::NAN; len + 16 + offset],
+            );
+            // each buffer's first 64-byte aligned float, then `offset` floats past it
+            let skip = |v: &[f32]| (64 - v.as_ptr() as usize % 64) % 64 / 4 + offset;
+            let (sw, sg) = (skip(&want), skip(&got));
+            // SAFETY: each token's run of 8 · groups floats lies inside the buffer (16 spare
+            // floats cover the alignment skip).
+            unsafe {
+                let store = crate::quant::interleaved::store_tile;
+                store(&tile, n, want.as_mut_ptr().add(sw), stride);
+                (k.store_tile())(&tile, n, got.as_mut_ptr().add(sg), stride);
+            }
+            let (want, got) = (&want[sw..sw + len], &got[sg..sg + len]);
+            let same = want
+                .iter()
+                .zip(got)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "{} store_tile: {groups} groups × {n} tokens, stride {stride}, offset {offset}",
+                isa.name()
+            );
+            let written = want.iter().filter(|v| !v.is_nan()).count();
+            assert_eq!(
+                written,
+                groups * n * 8,
+                "the scalar store writes each value once"
+            );
+        }
+    }
+}

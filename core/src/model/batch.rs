@@ -5,7 +5,6 @@
 //! Per token the arithmetic is exactly [`forward`](super::forward)'s (same kernels, same
 //! order), so a prompt fed in batches gives the same logits bit for bit.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use super::arch::Activation;
@@ -16,6 +15,7 @@ use super::transformer::{add_bias, ready_token};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
+use crate::ops::aligned::AlignedF32;
 use crate::ops::matmul::{matmul, matvec_f32, BatchAct, QMatrix};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
@@ -23,15 +23,15 @@ use crate::parallel::{for_each_range, DisjointSlice, Parallel};
 /// Activations of up to `cap` tokens, allocated once per session.
 pub struct Batch {
     cap: usize,
-    x: Vec<f32>,
-    xb: Vec<f32>,
-    xb2: Vec<f32>,
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    attn: Vec<f32>,
-    hb: Vec<f32>,
-    hb2: Vec<f32>,
+    x: AlignedF32,
+    xb: AlignedF32,
+    xb2: AlignedF32,
+    q: AlignedF32,
+    k: AlignedF32,
+    v: AlignedF32,
+    attn: AlignedF32,
+    hb: AlignedF32,
+    hb2: AlignedF32,
     act: BatchAct,
     /// RoPE cos / sin scratch, `n_rot` values per worker (sized on first use).
     rope: Vec<f32>,
@@ -48,15 +48,15 @@ impl Batch {
         let (k_row, v_row) = c.kv_row();
         Batch {
             cap,
-            x: vec![0.0; cap * c.n_embd],
-            xb: vec![0.0; cap * c.n_embd],
-            xb2: vec![0.0; cap * c.n_embd],
-            q: vec![0.0; cap * c.n_head * c.head_dim_k],
-            k: vec![0.0; cap * k_row],
-            v: vec![0.0; cap * v_row],
-            attn: vec![0.0; cap * c.n_head * c.head_dim_v],
-            hb: vec![0.0; cap * c.n_ff],
-            hb2: vec![0.0; cap * c.n_ff],
+            x: AlignedF32::zeroed(cap * c.n_embd),
+            xb: AlignedF32::zeroed(cap * c.n_embd),
+            xb2: AlignedF32::zeroed(cap * c.n_embd),
+            q: AlignedF32::zeroed(cap * c.n_head * c.head_dim_k),
+            k: AlignedF32::zeroed(cap * k_row),
+            v: AlignedF32::zeroed(cap * v_row),
+            attn: AlignedF32::zeroed(cap * c.n_head * c.head_dim_v),
+            hb: AlignedF32::zeroed(cap * c.n_ff),
+            hb2: AlignedF32::zeroed(cap * c.n_ff),
             act: BatchAct::default(),
             rope: Vec::new(),
             logits: Vec::new(),

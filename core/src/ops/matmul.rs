@@ -179,6 +179,8 @@ struct Plan<'m, 'a> {
     unit: usize,
     /// The core's L2 size (the batch kernels' blocks of tokens).
     l2_bytes: usize,
+    /// How the batch kernel's tiles reach the output (streaming where the ISA has it).
+    store_tile: interleaved::StoreTileFn,
 }
 
 #[derive(Clone, Copy)]
@@ -230,6 +232,7 @@ impl<'m, 'a> Plan<'m, 'a> {
             gemm,
             unit,
             l2_bytes: k.l2_bytes(),
+            store_tile: k.store_tile(),
         })
     }
 
@@ -254,9 +257,15 @@ impl<'m, 'a> Plan<'m, 'a> {
 
     /// Units per parallel work item: about four items per thread, at least a few rows'
     /// worth so tiny matrices are not split into slivers.
+    /// Groups come in whole [`interleaved::GEMM_GROUPS`] so that the batch kernels' wide
+    /// pairs (and their output lines) are not split between workers.
     fn chunk(&self, threads: usize) -> usize {
         let min = (16 / self.unit).max(1);
-        self.units().div_ceil(threads.max(1) * 4).max(min)
+        let chunk = self.units().div_ceil(threads.max(1) * 4).max(min);
+        match self.kernel {
+            Kernel::X8(_) => chunk.next_multiple_of(interleaved::GEMM_GROUPS),
+            Kernel::Rows(_) => chunk,
+        }
     }
 }
 
@@ -513,6 +522,13 @@ fn gemm_units(
     let rows = xq.rows(n);
     let block = (plan.l2_bytes / xq.row_bytes.max(1) / T * T).max(T);
     let mut tile = alloc::vec![[0.0f32; interleaved::ROWS]; G * block.min(n)];
+    // a result larger than the core's L2 streams past the caches to memory; a smaller one
+    // is read back soon from L2, where plain stores leave it
+    let store = if n * w.rows * size_of::<f32>() >= plan.l2_bytes {
+        plan.store_tile
+    } else {
+        interleaved::store_tile
+    };
     for t0 in (0..n).step_by(block) {
         let t1 = (t0 + block).min(n);
         for g0 in (start..end).step_by(G) {
@@ -520,16 +536,17 @@ fn gemm_units(
             let wg = &w.data[g0 * group_bytes..g1 * group_bytes];
             let tile = &mut tile[..(g1 - g0) * (t1 - t0)];
             gemm(w.cols, wg, rows.slice(t0, t1), tile);
-            for (g, tile) in (g0..g1).zip(tile.chunks_exact(t1 - t0)) {
-                for (t, o) in (t0..t1).zip(tile) {
-                    // SAFETY: group g's rows of token t: inside this worker's row range.
-                    let d = unsafe { dst.piece(t * w.rows + g * interleaved::ROWS, o.len()) };
-                    // a fixed-size copy: inlined, where a slice copy calls memcpy per group
-                    let d: &mut [f32; interleaved::ROWS] =
-                        d.try_into().expect("a group's rows lie inside the output");
-                    *d = *o;
-                }
-            }
+            assert!((t1 - 1) * w.rows + g1 * interleaved::ROWS <= dst.len());
+            // SAFETY: groups g0..g1 of tokens t0..t1 are inside this worker's row range of
+            // the output (asserted in bounds above), which no other worker touches.
+            unsafe {
+                store(
+                    tile,
+                    t1 - t0,
+                    dst.as_mut_ptr().add(t0 * w.rows + g0 * interleaved::ROWS),
+                    w.rows,
+                )
+            };
         }
     }
 }

@@ -2,6 +2,7 @@
 //! table and the [`Parallel`](crate::parallel::Parallel) executor.
 
 pub mod activation;
+pub mod aligned;
 pub mod attention;
 pub mod exp;
 pub mod matmul;

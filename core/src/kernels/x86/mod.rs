@@ -15,6 +15,7 @@ mod avx512_gemv;
 mod avx512_x8;
 mod avx512_x8_k;
 mod flash_simd;
+mod store_tile;
 
 use super::{CpuFeatures, Kernels};
 use crate::quant::GgmlType;
@@ -125,6 +126,11 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
         // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
         unsafe { flash_simd::flash_avx2(ops, t, s) }
     });
+    k.set_store_tile(|tile, n, dst, stride| {
+        // SAFETY: the caller keeps `StoreTileFn`'s contract; installed only here, where the
+        // caller guarantees AVX2.
+        unsafe { store_tile::store_tile_avx2(tile, n, dst, stride) }
+    });
     k.set_swiglu(|g, u| {
         // SAFETY: installed only here, where the caller guarantees AVX2 and FMA.
         unsafe { avx2_math::swiglu(g, u) }
@@ -173,6 +179,11 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
 pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
     // SAFETY: AVX-512 implies the AVX2 set here (checked by `available`).
     unsafe { fill_avx2(k, f) };
+    k.set_store_tile(|tile, n, dst, stride| {
+        // SAFETY: the caller keeps `StoreTileFn`'s contract; installed only here, where the
+        // caller guarantees AVX-512 F with the AVX2 set.
+        unsafe { store_tile::store_tile_avx512(tile, n, dst, stride) }
+    });
     k.set_flash(|ops, t, s| {
         // SAFETY: installed only here, where the caller guarantees AVX-512 F/BW/VL with the
         // AVX2 set. A tile of at most eight rows (a decode step's heads of one KV head) fills

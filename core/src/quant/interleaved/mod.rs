@@ -61,6 +61,37 @@ pub const GEMM_GROUPS: usize = 2;
 /// [`GemvX8Fn`]'s, bit for bit.
 pub type GemmX8Fn = fn(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]);
 
+/// Stores a batch kernel's output tile into the token-major result: `tile[g · n + t]`
+/// (group `g` of `tile.len() / n`, token `t < n`) goes to the 8 floats at
+/// `dst + t · stride + 8g`. The per-ISA versions write with streaming stores (the result is
+/// many times the core's cache and each line is written once, so reading it for ownership
+/// first only costs time) and end with a store fence.
+///
+/// # Safety
+/// For every `t < n`, the `8 · groups` floats at `dst + t · stride` must be valid for writes
+/// and touched by no other thread until the caller's parallel step ends.
+pub type StoreTileFn = unsafe fn(tile: &[[f32; ROWS]], n: usize, dst: *mut f32, stride: usize);
+
+/// The scalar [`StoreTileFn`] (plain stores).
+///
+/// # Safety
+/// As [`StoreTileFn`].
+pub unsafe fn store_tile(tile: &[[f32; ROWS]], n: usize, dst: *mut f32, stride: usize) {
+    if n == 0 {
+        return;
+    }
+    for (g, rows) in tile.chunks_exact(n).enumerate() {
+        for (t, o) in rows.iter().enumerate() {
+            // SAFETY: group g of token t lies in token t's writable run (the contract).
+            unsafe {
+                dst.add(t * stride + g * ROWS)
+                    .cast::<[f32; ROWS]>()
+                    .write_unaligned(*o)
+            };
+        }
+    }
+}
+
 /// The quantized activations of a batch of tokens as the batch kernels read them: token
 /// `t`'s row of bytes in the dot product's format and, for Q8_0 rows, each block's integer
 /// sum ([`block_sums`]) and scale as f32 (converted once per token instead of once per
