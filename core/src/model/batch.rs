@@ -11,13 +11,14 @@ use super::arch::Activation;
 use super::attend::{attend, Run};
 use super::config::Config;
 use super::state::State;
-use super::transformer::{add_bias, ready_token};
+use super::transformer::{add_bias, ready_token, rope_angles};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::aligned::AlignedF32;
 use crate::ops::matmul::{matmul, matvec_f32, BatchAct, QMatrix};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
+use crate::ops::rope::RopeTable;
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
 
 /// Activations of up to `cap` tokens, allocated once per session.
@@ -33,8 +34,9 @@ pub struct Batch {
     hb: AlignedF32,
     hb2: AlignedF32,
     act: BatchAct,
-    /// RoPE cos / sin scratch, `n_rot` values per worker (sized on first use).
-    rope: Vec<f32>,
+    /// RoPE angles of the current batch's positions, one table per distinct (base, scale)
+    /// of its layers, computed by the first layer that needs it.
+    rope: Vec<RopeAngles>,
     /// Logits of up to [`LOGIT_ROWS`] tokens, allocated when a batch first wants several.
     logits: Vec<f32>,
 }
@@ -67,6 +69,75 @@ impl Batch {
     pub fn capacity(&self) -> usize {
         self.cap
     }
+}
+
+/// The RoPE angles of `n` positions from `pos0` for one (base, scale): `n_rot / 2` cosines
+/// and sines per token, what [`rope_angles`] gives for each.
+struct RopeAngles {
+    rope: (f32, f32),
+    pos0: usize,
+    n: usize,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+impl RopeAngles {
+    /// Token `t`'s angles.
+    fn table(&self, t: usize) -> RopeTable<'_> {
+        let half = self.cos.len() / self.n.max(1);
+        RopeTable {
+            cos: &self.cos[t * half..(t + 1) * half],
+            sin: &self.sin[t * half..(t + 1) * half],
+        }
+    }
+}
+
+/// The index in `tables` of layer `il`'s angles for positions `pos0..pos0 + n`, computed
+/// (spread over the workers) into a table of another batch or a new one if none has them.
+fn rope_angles_for(
+    w: &Weights<'_>,
+    tables: &mut Vec<RopeAngles>,
+    par: &dyn Parallel,
+    il: usize,
+    pos0: usize,
+    n: usize,
+) -> usize {
+    let rope = w.config.layer_rope(il);
+    let key = |a: &RopeAngles| a.rope == rope && a.pos0 == pos0 && a.n == n;
+    if let Some(i) = tables.iter().position(key) {
+        return i;
+    }
+    // a table of an earlier batch is reused; one per distinct (base, scale) at most
+    let i = match tables.iter().position(|a| a.rope == rope) {
+        Some(i) => i,
+        None => {
+            tables.push(RopeAngles {
+                rope,
+                pos0,
+                n: 0,
+                cos: Vec::new(),
+                sin: Vec::new(),
+            });
+            tables.len() - 1
+        }
+    };
+    let half = w.config.n_rot / 2;
+    let a = &mut tables[i];
+    (a.pos0, a.n) = (pos0, n);
+    a.cos.resize(n * half, 0.0);
+    a.sin.resize(n * half, 0.0);
+    let (cos, sin) = (
+        DisjointSlice::new(&mut a.cos),
+        DisjointSlice::new(&mut a.sin),
+    );
+    for_each_range(par, n, ROW_CHUNK, &|start, end| {
+        for t in start..end {
+            // SAFETY: token t's angles belong to this range only.
+            let (c, s) = unsafe { (cos.piece(t * half, half), sin.piece(t * half, half)) };
+            rope_angles(w, il, pos0 + t, c, s);
+        }
+    });
+    i
 }
 
 /// Which tokens of a batch need logits.
@@ -305,24 +376,18 @@ fn attention_block(
         n,
         [&mut b.q, &mut b.k, &mut b.v],
     )?;
-    // biases, norms and RoPE token by token on the workers (each with its own RoPE
-    // scratch), then the cache writes
-    let half = c.n_rot / 2;
-    let workers = par.threads().clamp(1, n);
-    if b.rope.len() < workers * 2 * half {
-        b.rope.resize(workers * 2 * half, 0.0);
-    }
+    // biases, norms and RoPE token by token on the workers, then the cache writes
+    let angles = rope_angles_for(w, &mut b.rope, par, il, pos0, n);
+    let angles = &b.rope[angles];
     let rotations = [st.kv.key_rotation(), st.kv.value_rotation()];
-    let (qs, ks, vs, ropes) = (
+    let (qs, ks, vs) = (
         DisjointSlice::new(&mut b.q),
         DisjointSlice::new(&mut b.k),
         DisjointSlice::new(&mut b.v),
-        DisjointSlice::new(&mut b.rope),
     );
-    par.for_each(workers, &|i| {
-        // SAFETY: worker i owns RoPE scratch i and the rows of tokens i, i + workers, ...
-        let (cos, sin) = unsafe { ropes.piece(i * 2 * half, 2 * half) }.split_at_mut(half);
-        for t in (i..n).step_by(workers) {
+    for_each_range(par, n, ROW_CHUNK, &|start, end| {
+        for t in start..end {
+            // SAFETY: token t's rows belong to this range only.
             let rows = unsafe {
                 [
                     qs.piece(t * q_row, q_row),
@@ -330,7 +395,7 @@ fn attention_block(
                     vs.piece(t * v_row, v_row),
                 ]
             };
-            ready_token(w, il, l, rows, pos0 + t, [cos, sin], rotations);
+            ready_token(w, l, rows, &angles.table(t), rotations);
         }
     });
     for t in 0..n {

@@ -144,21 +144,22 @@ pub(super) fn prepare_token(
     kv: &mut KvCache,
 ) {
     let rotations = [kv.key_rotation(), kv.value_rotation()];
-    ready_token(w, il, l, [q, k, &mut *v], pos, rope, rotations);
+    let [cos, sin] = rope;
+    rope_angles(w, il, pos, cos, sin);
+    let table = rope::RopeTable { cos, sin };
+    ready_token(w, l, [q, k, &mut *v], &table, rotations);
     kv.store(kern, il, pos, k, v);
 }
 
-/// [`prepare_token`] without the cache write: biases, per-head norms, RoPE (`cos` / `sin`
-/// are scratch of `n_rot / 2` values) and, for a quantized cache, the key / value
+/// [`prepare_token`] without the cache write: biases, per-head norms, RoPE (`rope`: the
+/// token's angles in this layer, [`rope_angles`]) and, for a quantized cache, the key / value
 /// `rotations` ([`KvCache::key_rotation`], [`KvCache::value_rotation`]). Touches only the
 /// token's own rows, so a batch's tokens run on any thread.
 pub(super) fn ready_token(
     w: &Weights<'_>,
-    il: usize,
     l: &Layer<'_>,
     [q, k, v]: [&mut [f32]; 3],
-    pos: usize,
-    [cos, sin]: [&mut [f32]; 2],
+    rope: &rope::RopeTable<'_>,
     [key_rotation, value_rotation]: [Option<usize>; 2],
 ) {
     let c = &w.config;
@@ -174,19 +175,8 @@ pub(super) fn ready_token(
             .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
     }
 
-    let (base, freq_scale) = c.layer_rope(il);
-    rope::rope_cache(
-        pos,
-        c.n_rot,
-        base,
-        freq_scale,
-        w.rope_freqs.as_deref(),
-        cos,
-        sin,
-    );
-    let table = rope::RopeTable { cos, sin };
-    rope::apply(q, c.head_dim_k, c.rope_style, &table);
-    rope::apply(k, c.head_dim_k, c.rope_style, &table);
+    rope::apply(q, c.head_dim_k, c.rope_style, rope);
+    rope::apply(k, c.head_dim_k, c.rope_style, rope);
 
     // quantized caches: rotate the heads so outlier dimensions do not dominate a block
     if let Some(n) = key_rotation {
@@ -196,6 +186,21 @@ pub(super) fn ready_token(
     if let Some(n) = value_rotation {
         rotation::hadamard(v, n);
     }
+}
+
+/// Layer `il`'s RoPE angles for position `pos` (`n_rot / 2` each): the layer's base and
+/// scale (sliding-window layers may have their own), the model's frequency factors.
+pub(super) fn rope_angles(
+    w: &Weights<'_>,
+    il: usize,
+    pos: usize,
+    cos: &mut [f32],
+    sin: &mut [f32],
+) {
+    let c = &w.config;
+    let (base, freq_scale) = c.layer_rope(il);
+    let freqs = w.rope_freqs.as_deref();
+    rope::rope_cache(pos, c.n_rot, base, freq_scale, freqs, cos, sin);
 }
 
 /// The positions the token at `pos` sees in layer `il`: a sliding-window layer the last

@@ -16,8 +16,23 @@ pub fn rmsnorm_inplace(x: &mut [f32], w: &[f32], eps: f32) {
     }
 }
 
+/// `1 / sqrt(mean(x²) + eps)`: each square in f32 and the sum in f64, as ggml does
+/// (`sum += (ggml_float)(x * x)`), over eight running sums so the loop vectorizes instead
+/// of waiting on one chain of f64 additions (in f64, the order of a few thousand f32
+/// squares does not reach the rounding of the f32 mean).
 fn rms_scale(x: &[f32], eps: f32) -> f32 {
-    let sum: f64 = x.iter().map(|&v| (v as f64) * (v as f64)).sum();
+    const LANES: usize = 8;
+    let mut acc = [0f64; LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += (v * v) as f64;
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
+        *a += (v * v) as f64;
+    }
+    let sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     let mean = (sum / x.len().max(1) as f64) as f32;
     1.0 / libm::sqrtf(mean + eps)
 }
