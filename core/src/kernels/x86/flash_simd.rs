@@ -131,6 +131,7 @@ struct Avx512;
 
 impl Simd for Avx512 {
     const LANES: usize = 16;
+    const PAIRS: bool = true;
     type V = __m512;
     #[inline(always)]
     fn splat(x: f32) -> __m512 {

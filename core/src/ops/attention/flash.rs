@@ -95,8 +95,8 @@ pub struct FlashScratch {
     /// One block of keys and of values, as f32 rows.
     kb: Vec<f32>,
     vb: Vec<f32>,
-    /// The block's scores, then probabilities: `p[j·L + l]` for key `j`, row `l` of a lane
-    /// vector.
+    /// The block's scores, then probabilities: `p[(u·KEYS + j)·L + l]` for key `j`, row `l`
+    /// of the `u`-th lane vector of a pass (two at most).
     p: Vec<f32>,
 }
 
@@ -120,7 +120,7 @@ impl FlashScratch {
             end: vec![0.0; padded],
             kb: vec![0.0; KEYS * dk],
             vb: vec![0.0; KEYS * dv],
-            p: vec![0.0; KEYS * MAX_LANES],
+            p: vec![0.0; 2 * KEYS * MAX_LANES],
         }
     }
 
@@ -162,6 +162,9 @@ fn load_row(ops: &F16Ops, view: KvView<'_>, head: HeadRows, t: usize, dst: &mut 
 pub trait Simd {
     /// Lanes per vector (at most 16).
     const LANES: usize;
+    /// Whether the passes run two vectors of query rows at once (each key or value element
+    /// broadcast once for both): for instances with registers for twice the sums.
+    const PAIRS: bool = false;
     type V: Copy;
     fn splat(x: f32) -> Self::V;
     /// The first `LANES` values of `s`.
@@ -294,6 +297,71 @@ fn values_pass<S: Simd, const RESCALE: bool>(
     }
 }
 
+/// [`scores_pass`] for two vectors of query rows: each key element is read once for both,
+/// and each row's sums are the single pass's, bit for bit.
+#[inline(always)]
+fn scores_pass2<S: Simd>(qt: [&[f32]; 2], keys: &[f32], dk: usize, sc: [&mut [f32]; 2]) {
+    let l = S::LANES;
+    assert!(qt.iter().all(|q| q.len() >= dk * l) && keys.len() >= PASS * dk);
+    assert!(sc.iter().all(|s| s.len() >= PASS * l));
+    let mut acc = [[S::splat(0.0); PASS]; 2];
+    for (d, (q0, q1)) in qt[0]
+        .chunks_exact(l)
+        .zip(qt[1].chunks_exact(l))
+        .take(dk)
+        .enumerate()
+    {
+        let (q0, q1) = (S::load(q0), S::load(q1));
+        let [acc0, acc1] = &mut acc;
+        for (j, (a0, a1)) in acc0.iter_mut().zip(acc1.iter_mut()).enumerate() {
+            // SAFETY: j·dk + d < PASS·dk <= keys.len() (asserted above).
+            let k = unsafe { *keys.get_unchecked(j * dk + d) };
+            *a0 = S::mad(*a0, k, q0);
+            *a1 = S::mad(*a1, k, q1);
+        }
+    }
+    for (acc, sc) in acc.iter().zip(sc) {
+        for (j, acc) in acc.iter().enumerate() {
+            S::store(*acc, &mut sc[j * l..]);
+        }
+    }
+}
+
+/// [`values_pass`] for two vectors of rows (`ot` holds both, one after the other): each
+/// value element is read once for both, each row's sums are the single pass's.
+#[inline(always)]
+fn values_pass2<S: Simd, const RESCALE: bool>(
+    ot: &mut [f32],
+    values: &[f32],
+    dv: usize,
+    p: &[[S::V; PASS]; 2],
+    rescale: [S::V; 2],
+) {
+    let l = S::LANES;
+    assert!(ot.len() >= 2 * dv * l && values.len() >= PASS * dv);
+    let (o0, o1) = ot.split_at_mut(dv * l);
+    for (i, (o0, o1)) in o0
+        .chunks_exact_mut(l)
+        .zip(o1.chunks_exact_mut(l))
+        .take(dv)
+        .enumerate()
+    {
+        let (mut a0, mut a1) = (S::load(o0), S::load(o1));
+        if RESCALE {
+            a0 = S::mul(a0, rescale[0]);
+            a1 = S::mul(a1, rescale[1]);
+        }
+        for (j, (&p0, &p1)) in p[0].iter().zip(&p[1]).enumerate() {
+            // SAFETY: j·dv + i < PASS·dv <= values.len() (asserted above).
+            let v = unsafe { *values.get_unchecked(j * dv + i) };
+            a0 = S::mad(a0, v, p0);
+            a1 = S::mad(a1, v, p1);
+        }
+        S::store(a0, o0);
+        S::store(a1, o1);
+    }
+}
+
 /// The kernel body; `kernels` instantiates it per ISA.
 #[inline(always)]
 pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
@@ -348,70 +416,90 @@ pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
         let passes = nk.div_ceil(PASS);
         s.kb[nk * dk..passes * PASS * dk].fill(0.0);
         s.vb[nk * dv..passes * PASS * dv].fill(0.0);
-        for v in 0..vecs {
-            let rows = v * l..(v + 1) * l;
-            // rows of this vector whose windows meet the block
+        let mut v = 0;
+        while v < vecs {
+            // one vector of rows, or two where the instance pairs them
+            let w = if S::PAIRS && v + 1 < vecs { 2 } else { 1 };
+            let rows = v * l..(v + w) * l;
+            v += w;
+            let v = rows.start / l;
+            // rows of these vectors whose windows meet the block (a block outside a row's
+            // window is an exact no-op for it)
             let meets = windows[rows.start.min(n)..rows.end.min(n)]
                 .iter()
-                .any(|w| w.start < kb + nk && w.end > kb);
+                .any(|win| win.start < kb + nk && win.end > kb);
             if !meets {
                 continue;
             }
-            let qt = &s.qt[v * dk * l..(v + 1) * dk * l];
             // scores, PASS keys at a time: sc[j] = Σ_d k_j[d] · qt[d], d in order
+            let (p0, p1) = s.p.split_at_mut(KEYS * l);
             for pass in 0..passes {
                 let keys = &s.kb[pass * PASS * dk..(pass + 1) * PASS * dk];
-                let sc = &mut s.p[pass * PASS * l..(pass + 1) * PASS * l];
-                scores_pass::<S>(qt, keys, dk, sc);
-            }
-            // online softmax over the block, lane-wise
-            let (start, end) = (S::load(&s.start[v * l..]), S::load(&s.end[v * l..]));
-            let scale = S::splat(t.scale);
-            let mut block_max = S::splat(f32::NEG_INFINITY);
-            for j in 0..nk {
-                let mut x = S::mul(S::load(&s.p[j * l..]), scale);
-                if let Some(c) = t.softcap {
-                    let mut a = [0.0f32; MAX_LANES];
-                    S::store(x, &mut a);
-                    a[..l].iter_mut().for_each(|y| *y = c * libm::tanhf(*y / c));
-                    x = S::load(&a);
+                let at = pass * PASS * l..(pass + 1) * PASS * l;
+                let qt = |u: usize| &s.qt[(v + u) * dk * l..(v + u + 1) * dk * l];
+                if w == 2 {
+                    let sc = [&mut p0[at.clone()], &mut p1[at]];
+                    scores_pass2::<S>([qt(0), qt(1)], keys, dk, sc);
+                } else {
+                    scores_pass::<S>(qt(0), keys, dk, &mut p0[at]);
                 }
-                let x = S::mask(x, (kb + j) as f32, start, end);
-                S::store(x, &mut s.p[j * l..]);
-                block_max = S::max(block_max, x);
             }
-            let m_old = S::load(&s.max[v * l..]);
-            let m_new = S::max(m_old, block_max);
-            // e^(m - m') once per block and row, libm's (1 where the maximum did not move)
-            let mut a = [0.0f32; MAX_LANES];
-            S::store(S::diff(m_old, m_new), &mut a);
-            a[..l]
-                .iter_mut()
-                .for_each(|x| *x = if *x == 0.0 { 1.0 } else { libm::expf(*x) });
-            let rescale = S::load(&a);
-            let mut sum = S::splat(0.0);
-            for j in 0..nk {
-                // a masked key: -∞ - m' is -∞ (or NaN when m' is -∞ too): 0 either way
-                let p = S::exp(S::sub(S::load(&s.p[j * l..]), m_new));
-                S::store(p, &mut s.p[j * l..]);
-                sum = S::add(sum, p);
+            let mut rescales = [S::splat(1.0); 2];
+            for (u, rescale) in rescales.iter_mut().enumerate().take(w) {
+                let vu = v + u;
+                let p = &mut s.p[u * KEYS * l..(u + 1) * KEYS * l];
+                // online softmax over the block, lane-wise
+                let (start, end) = (S::load(&s.start[vu * l..]), S::load(&s.end[vu * l..]));
+                let scale = S::splat(t.scale);
+                let mut block_max = S::splat(f32::NEG_INFINITY);
+                for j in 0..nk {
+                    let mut x = S::mul(S::load(&p[j * l..]), scale);
+                    if let Some(c) = t.softcap {
+                        let mut a = [0.0f32; MAX_LANES];
+                        S::store(x, &mut a);
+                        a[..l].iter_mut().for_each(|y| *y = c * libm::tanhf(*y / c));
+                        x = S::load(&a);
+                    }
+                    let x = S::mask(x, (kb + j) as f32, start, end);
+                    S::store(x, &mut p[j * l..]);
+                    block_max = S::max(block_max, x);
+                }
+                let m_old = S::load(&s.max[vu * l..]);
+                let m_new = S::max(m_old, block_max);
+                // e^(m - m') once per block and row, libm's (1 where the maximum did not move)
+                let mut a = [0.0f32; MAX_LANES];
+                S::store(S::diff(m_old, m_new), &mut a);
+                a[..l]
+                    .iter_mut()
+                    .for_each(|x| *x = if *x == 0.0 { 1.0 } else { libm::expf(*x) });
+                *rescale = S::load(&a);
+                let mut sum = S::splat(0.0);
+                for j in 0..nk {
+                    // a masked key: -∞ - m' is -∞ (or NaN when m' is -∞ too): 0 either way
+                    let e = S::exp(S::sub(S::load(&p[j * l..]), m_new));
+                    S::store(e, &mut p[j * l..]);
+                    sum = S::add(sum, e);
+                }
+                p[nk * l..passes * PASS * l].fill(0.0);
+                let l_old = S::load(&s.sum[vu * l..]);
+                S::store(S::add(S::mul(l_old, *rescale), sum), &mut s.sum[vu * l..]);
+                S::store(m_new, &mut s.max[vu * l..]);
             }
-            s.p[nk * l..passes * PASS * l].fill(0.0);
-            let l_old = S::load(&s.sum[v * l..]);
-            S::store(S::add(S::mul(l_old, rescale), sum), &mut s.sum[v * l..]);
-            S::store(m_new, &mut s.max[v * l..]);
             // ot[i] = ot[i] · rescale + Σ_j p_j · v_j[i], j in order, PASS keys at a time
-            let ot = &mut s.ot[v * dv * l..(v + 1) * dv * l];
+            let ot = &mut s.ot[v * dv * l..(v + w) * dv * l];
             for pass in 0..passes {
-                let mut p = [S::splat(0.0); PASS];
-                for (j, p) in p.iter_mut().enumerate() {
-                    *p = S::load(&s.p[(pass * PASS + j) * l..]);
+                let mut p = [[S::splat(0.0); PASS]; 2];
+                for (u, p) in p.iter_mut().enumerate().take(w) {
+                    for (j, p) in p.iter_mut().enumerate() {
+                        *p = S::load(&s.p[(u * KEYS + pass * PASS + j) * l..]);
+                    }
                 }
                 let values = &s.vb[pass * PASS * dv..(pass + 1) * PASS * dv];
-                if pass == 0 {
-                    values_pass::<S, true>(ot, values, dv, &p, rescale);
-                } else {
-                    values_pass::<S, false>(ot, values, dv, &p, rescale);
+                match (w, pass) {
+                    (2, 0) => values_pass2::<S, true>(ot, values, dv, &p, rescales),
+                    (2, _) => values_pass2::<S, false>(ot, values, dv, &p, rescales),
+                    (_, 0) => values_pass::<S, true>(ot, values, dv, &p[0], rescales[0]),
+                    _ => values_pass::<S, false>(ot, values, dv, &p[0], rescales[0]),
                 }
             }
         }
