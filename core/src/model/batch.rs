@@ -16,7 +16,7 @@ use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::aligned::AlignedF32;
-use crate::ops::matmul::{matmul, matvec_f32, BatchAct, QMatrix};
+use crate::ops::matmul::{matmul, matmul_glu, matvec_f32, BatchAct, QMatrix};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::ops::rope::RopeTable;
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
@@ -458,29 +458,35 @@ fn ffn_block(
     let d = c.n_embd;
     let n_ff = l.up.rows;
     norm_rows(par, &mut b.xb, &b.x, &l.ffn_norm, c.rms_eps, d, n);
-    project_many(
-        k,
-        par,
-        &mut b.act,
-        [&l.gate, &l.up],
-        &b.xb,
-        n,
-        [&mut b.hb, &mut b.hb2],
-    )?;
-    // row by row, as the single-token pass calls them (same vector / tail split), the rows
-    // spread over the threads
-    let (gates, ups) = (DisjointSlice::new(&mut b.hb), &b.hb2);
-    for_each_range(par, n, 4, &|start, end| {
-        for t in start..end {
-            // SAFETY: row t belongs to this range only.
-            let hb = unsafe { gates.piece(t * n_ff, n_ff) };
-            let hb2 = &ups[t * n_ff..(t + 1) * n_ff];
-            match c.activation {
-                Activation::Silu => (k.swiglu())(hb, hb2),
-                Activation::Gelu => (k.geglu())(hb, hb2),
+    let glu = match c.activation {
+        Activation::Silu => k.swiglu(),
+        Activation::Gelu => k.geglu(),
+    };
+    // gate and up in one pass that stores only glu(gate, up), where the kernels allow
+    b.act
+        .quantize(k, par, l.gate.act_type(), &b.xb[..n * d], n)?;
+    let hb = &mut b.hb[..n * n_ff];
+    if !matmul_glu(k, par, &l.gate, &l.up, glu, &b.act, n, hb)? {
+        project_many(
+            k,
+            par,
+            &mut b.act,
+            [&l.gate, &l.up],
+            &b.xb,
+            n,
+            [&mut b.hb, &mut b.hb2],
+        )?;
+        // row by row, as the single-token pass calls them (same vector / tail split), the
+        // rows spread over the threads
+        let (gates, ups) = (DisjointSlice::new(&mut b.hb), &b.hb2);
+        for_each_range(par, n, 4, &|start, end| {
+            for t in start..end {
+                // SAFETY: row t belongs to this range only.
+                let hb = unsafe { gates.piece(t * n_ff, n_ff) };
+                glu(hb, &ups[t * n_ff..(t + 1) * n_ff]);
             }
-        }
-    });
+        });
+    }
     project(k, par, &mut b.act, &l.down, &b.hb, n, &mut b.xb2)?;
     residual(
         par,

@@ -5,6 +5,7 @@
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -238,6 +239,12 @@ impl<'m, 'a> Plan<'m, 'a> {
 
     fn units(&self) -> usize {
         self.w.rows / self.unit
+    }
+
+    /// The interleaved weights of groups `g` (units of an interleaved matrix).
+    fn group_weights(&self, g: Range<usize>) -> &[u8] {
+        let group_bytes = interleaved::ROWS * self.w.row_bytes();
+        &self.w.data[g.start * group_bytes..g.end * group_bytes]
     }
 
     /// Output rows of units `[start, end)` into `out` (exactly those rows).
@@ -515,38 +522,105 @@ fn gemm_units(
     end: usize,
     dst: &DisjointSlice<'_, f32>,
 ) {
+    let cols = plan.w.cols;
+    for_tiles(plan, xq, n, start, end, dst, |g, tokens, tile| {
+        gemm(cols, plan.group_weights(g), tokens, tile)
+    });
+}
+
+/// Runs `tile(groups, tokens, out)` over the groups `[start, end)` in runs of
+/// [`interleaved::GEMM_GROUPS`] and the `n` tokens in blocks that fill the core's L2 (see
+/// [`gemm_units`]), and stores each tile it fills (`[group][token][row]`) into `dst`, the
+/// token-major output of `plan`'s rows.
+#[allow(clippy::too_many_arguments)]
+fn for_tiles(
+    plan: &Plan<'_, '_>,
+    xq: &BatchAct,
+    n: usize,
+    start: usize,
+    end: usize,
+    dst: &DisjointSlice<'_, f32>,
+    mut tile: impl FnMut(Range<usize>, interleaved::BatchRows<'_>, &mut [[f32; interleaved::ROWS]]),
+) {
     const T: usize = interleaved::GEMM_TOKENS;
     const G: usize = interleaved::GEMM_GROUPS;
-    let w = plan.w;
-    let group_bytes = interleaved::ROWS * w.row_bytes();
-    let rows = xq.rows(n);
+    let rows = plan.w.rows;
+    let acts = xq.rows(n);
     let block = (plan.l2_bytes / xq.row_bytes.max(1) / T * T).max(T);
-    let mut tile = alloc::vec![[0.0f32; interleaved::ROWS]; G * block.min(n)];
     // a result larger than the core's L2 streams past the caches to memory; a smaller one
     // is read back soon from L2, where plain stores leave it
-    let store = if n * w.rows * size_of::<f32>() >= plan.l2_bytes {
+    let store = if n * rows * size_of::<f32>() >= plan.l2_bytes {
         plan.store_tile
     } else {
         interleaved::store_tile
     };
+    let mut buf = alloc::vec![[0.0f32; interleaved::ROWS]; G * block.min(n)];
     for t0 in (0..n).step_by(block) {
         let t1 = (t0 + block).min(n);
         for g0 in (start..end).step_by(G) {
             let g1 = (g0 + G).min(end);
-            let wg = &w.data[g0 * group_bytes..g1 * group_bytes];
-            let tile = &mut tile[..(g1 - g0) * (t1 - t0)];
-            gemm(w.cols, wg, rows.slice(t0, t1), tile);
-            assert!((t1 - 1) * w.rows + g1 * interleaved::ROWS <= dst.len());
+            let out = &mut buf[..(g1 - g0) * (t1 - t0)];
+            tile(g0..g1, acts.slice(t0, t1), out);
+            assert!((t1 - 1) * rows + g1 * interleaved::ROWS <= dst.len());
             // SAFETY: groups g0..g1 of tokens t0..t1 are inside this worker's row range of
             // the output (asserted in bounds above), which no other worker touches.
             unsafe {
                 store(
-                    tile,
+                    out,
                     t1 - t0,
-                    dst.as_mut_ptr().add(t0 * w.rows + g0 * interleaved::ROWS),
-                    w.rows,
+                    dst.as_mut_ptr().add(t0 * rows + g0 * interleaved::ROWS),
+                    rows,
                 )
             };
         }
     }
+}
+
+/// A gated linear unit over one input: `out[t] = glu(G · x[t], U · x[t])` for the `n` token
+/// rows quantized in `xq` (`out` is `n × G.rows`), where `glu(gate, up)` overwrites `gate`
+/// element by element (`Kernels::swiglu` / `geglu`). Both products of a run of groups are
+/// combined while they are in cache and only the result is stored: half the output traffic
+/// of two [`matmul`]s, and no separate pass of the activation over them. Each value is the
+/// one the two products and `glu` give separately. Returns `Ok(false)`, having done
+/// nothing, unless both matrices are interleaved with batch kernels, of one shape, and
+/// `n > 1`.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_glu(
+    k: &Kernels,
+    par: &dyn Parallel,
+    gate: &QMatrix<'_>,
+    up: &QMatrix<'_>,
+    glu: fn(&mut [f32], &[f32]),
+    xq: &BatchAct,
+    n: usize,
+    out: &mut [f32],
+) -> Result<bool> {
+    if n < 2 || gate.rows != up.rows || gate.cols != up.cols || gate.act_type() != up.act_type() {
+        return Ok(false);
+    }
+    if out.len() != n * gate.rows || xq.n < n {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "gated product of {} rows over {n} tokens: output has {} values",
+            gate.rows,
+            out.len()
+        )));
+    }
+    let (pg, pu) = (
+        Plan::new(k, gate, xq.row(0), gate.rows)?,
+        Plan::new(k, up, xq.row(0), up.rows)?,
+    );
+    let (Some(gg), Some(gu)) = (pg.gemm, pu.gemm) else {
+        return Ok(false);
+    };
+    let dst = DisjointSlice::new(out);
+    for_each_range(par, pg.units(), pg.chunk(par.threads()), &|start, end| {
+        let mut tu = Vec::new();
+        for_tiles(&pg, xq, n, start, end, &dst, |g, tokens, tg| {
+            tu.resize(tg.len(), [0.0; interleaved::ROWS]);
+            gg(gate.cols, pg.group_weights(g.clone()), tokens, tg);
+            gu(up.cols, pu.group_weights(g), tokens, &mut tu);
+            glu(tg.as_flattened_mut(), tu.as_flattened());
+        });
+    });
+    Ok(true)
 }
