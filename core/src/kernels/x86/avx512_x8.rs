@@ -176,7 +176,8 @@ pub(super) fn join_ps(lo: __m256, hi: __m256) -> __m512 {
 }
 
 /// `T` tokens over decoded block pairs `b0..b0 + dec.len()` (see [`vnni_tile`]): the first
-/// group's sums are carried in `out0`, the second's in `out1`.
+/// group's sums are carried in `out0`, the second's in `out1` (from block 0 they are
+/// written, not read).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 fn pair_tile<const T: usize>(
@@ -194,9 +195,9 @@ fn pair_tile<const T: usize>(
     );
     let (ys, dys, sums) = token_rows::<T>(acts, b0, m);
     let shift = _mm_cvtsi32_si128(shift);
-    // SAFETY: `out0[t]` and `out1[t]` are 8 floats each.
+    // the first blocks start the sums; later ones carry them in `out0` / `out1`
     let mut acc = [_mm512_setzero_ps(); T];
-    for t in 0..T {
+    for t in (0..T).filter(|_| b0 > 0) {
         // SAFETY: `out0[t]` and `out1[t]` are 8 floats each.
         acc[t] = unsafe {
             join_ps(
@@ -306,7 +307,6 @@ unsafe fn gemm_groups(
     let mut pairs = w.chunks_exact(2 * group_bytes);
     let mut outs = out.chunks_exact_mut(2 * n);
     for (wp, op) in (&mut pairs).zip(&mut outs) {
-        op.fill([0.0; ROWS]);
         let (o0, o1) = op.split_at_mut(n);
         for b0 in (0..nb).step_by(PAIR_BLOCKS) {
             let m = PAIR_BLOCKS.min(nb - b0);
