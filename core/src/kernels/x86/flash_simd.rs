@@ -14,7 +14,7 @@ use crate::ops::attention::flash::{self, FlashScratch, Simd, Tile};
 /// The CPU must support AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn flash_avx2(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
-    flash::tile_body::<Avx2>(ops, t, s)
+    flash::tile_sized::<Avx2>(ops, t, s)
 }
 
 /// The flash tile compiled for AVX-512 F (16 lanes).
@@ -23,7 +23,7 @@ pub(super) unsafe fn flash_avx2(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch
 /// The CPU must support AVX-512 F/BW/VL, AVX2, FMA and F16C.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 pub(super) unsafe fn flash_avx512(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
-    flash::tile_body::<Avx512>(ops, t, s)
+    flash::tile_sized::<Avx512>(ops, t, s)
 }
 
 /// Eight lanes of AVX2. Only instantiated in [`flash_avx2`] (every method is inlined into it,

@@ -362,11 +362,35 @@ fn values_pass2<S: Simd, const RESCALE: bool>(
     }
 }
 
-/// The kernel body; `kernels` instantiates it per ISA.
+/// The kernel body for the common head sizes as compile-time constants (64, 128, 256: the
+/// passes' key and value offsets become immediates), any other through [`tile_body`] with
+/// the sizes at run time; `kernels` instantiates it per ISA. The arithmetic is the same.
 #[inline(always)]
-pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
+pub fn tile_sized<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
+    match (s.dk, s.dv) {
+        (64, 64) => tile_body::<S, 64, 64>(ops, t, s),
+        (128, 128) => tile_body::<S, 128, 128>(ops, t, s),
+        (256, 256) => tile_body::<S, 256, 256>(ops, t, s),
+        _ => tile_body::<S, 0, 0>(ops, t, s),
+    }
+}
+
+/// The kernel body; `DK` / `DV` are the key and value head sizes when known at compile
+/// time, 0 when taken from the scratch.
+#[inline(always)]
+pub fn tile_body<S: Simd, const DK: usize, const DV: usize>(
+    ops: &F16Ops,
+    t: &Tile<'_>,
+    s: &mut FlashScratch,
+) {
     let l = S::LANES;
-    let (dk, dv, n) = (s.dk, s.dv, t.n_rows.min(s.capacity()));
+    let dk = if DK > 0 { DK } else { s.dk };
+    let dv = if DV > 0 { DV } else { s.dv };
+    assert!(
+        dk == s.dk && dv == s.dv,
+        "the scratch is for this head size"
+    );
+    let n = t.n_rows.min(s.capacity());
     if n == 0 {
         return;
     }
@@ -515,5 +539,5 @@ pub fn tile_body<S: Simd>(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
 
 /// The portable instance of [`tile_body`].
 pub fn tile(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScratch) {
-    tile_body::<Portable>(ops, t, s)
+    tile_sized::<Portable>(ops, t, s)
 }
