@@ -205,7 +205,7 @@ fn check(isa_k: &Kernels, ty: GgmlType, w: &[u8], a: &[u8], n: usize, what: &str
 }
 
 /// Row lengths in blocks: single, odd, and long enough for every unrolled loop's tail.
-const BLOCK_COUNTS: [usize; 7] = [1, 2, 3, 5, 8, 17, 40];
+const BLOCK_COUNTS: [usize; 8] = [1, 2, 3, 5, 8, 17, 40, 83];
 
 pub(crate) fn parity(isa: Isa) {
     let Some(k) = table_or_skip(isa) else { return };
@@ -355,7 +355,8 @@ pub(crate) fn interleaved_parity(isa: Isa) {
         let qk = ty.block_len().max(at.block_len());
         for nb in BLOCK_COUNTS {
             let n = qk * nb;
-            for groups in [1, 3] {
+            // 7 groups: a quad, a pair and a single one for the AVX-512 batch kernels
+            for groups in [1, 3, 7] {
                 let rows = groups * interleaved::ROWS;
                 for case in 0..6 {
                     let mut w = Vec::new();

@@ -150,16 +150,24 @@ unsafe fn q4_0_decode(p: *const u8) -> Decoded {
     }
 }
 
-/// Two groups' decoded block side by side: lanes 0-7 (of the i32 / f32 lanes) hold the
-/// first group's rows, lanes 8-15 the second's.
+/// `2V` groups' decoded block on `V` 512-bit vectors: vector `v` holds group `2v` in lanes
+/// 0-7 (of the i32 / f32 lanes) and group `2v + 1` in lanes 8-15.
 #[derive(Clone, Copy)]
-struct Decoded2 {
-    q: [__m512i; 8],
-    d: __m512,
+struct Wide<const V: usize> {
+    q: [[__m512i; V]; 8],
+    d: [__m512; V],
 }
 
-/// Blocks of a pair of groups decoded at a time (9 KB, beside a tile's activations in L1).
-const PAIR_BLOCKS: usize = 16;
+/// Blocks of a run of groups decoded at a time (a quad's 40 blocks are 46 KB; Qwen2.5's
+/// 896-column rows, 28 blocks, in one run). Long runs spread each tile's setup and the
+/// loads and stores of its carried sums over more blocks: `matmul` bench, Q4_0 896 × 4864
+/// × 512 tokens, one Zen 5 core, quads of four tokens: 8 blocks 7.6 ms, 16 6.9, 32 6.6, 40
+/// 6.4, 64 6.7.
+const WIDE_BLOCKS: usize = 40;
+
+/// Tokens a quad's tile runs: 4 tokens × 2 vectors of integer and of float sums stay in
+/// registers (the same bench: 4 tokens 6.4 ms, 5 6.5, 6 6.9).
+const QUAD_TILE: usize = 4;
 
 /// `[lo, hi]` as one 512-bit vector.
 #[inline]
@@ -175,45 +183,45 @@ pub(super) fn join_ps(lo: __m256, hi: __m256) -> __m512 {
     _mm512_castsi512_ps(join(_mm256_castps_si256(lo), _mm256_castps_si256(hi)))
 }
 
-/// `T` tokens over decoded block pairs `b0..b0 + dec.len()` (see [`vnni_tile`]): the first
-/// group's sums are carried in `out0`, the second's in `out1` (from block 0 they are
-/// written, not read).
+/// `T` tokens over the decoded blocks `b0..b0 + dec.len()` of `2V` groups (see
+/// [`vnni_tile`]). `out` holds the groups' sums group after group, `n` tokens each; the
+/// tile's are tokens `t0..t0 + T`, carried there from one run of blocks to the next (from
+/// block 0 they are written, not read). Each activation broadcast serves `V` vectors: with
+/// two, a quad of groups loads half as many activation words per multiply-add as a pair.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn pair_tile<const T: usize>(
-    dec: &[Decoded2],
+fn wide_tile<const T: usize, const V: usize>(
+    dec: &[Wide<V>],
     b0: usize,
     acts: BatchRows<'_>,
     shift: i32,
-    out0: &mut [[f32; ROWS]],
-    out1: &mut [[f32; ROWS]],
+    out: &mut [[f32; ROWS]],
+    (n, t0): (usize, usize),
 ) {
     let m = dec.len();
     assert!(
-        acts.len() == T && out0.len() == T && out1.len() == T,
-        "a tile of {T} tokens"
+        acts.len() == T && t0 + T <= n && out.len() == 2 * V * n,
+        "a tile of {T} tokens of {}",
+        2 * V
     );
     let (ys, dys, sums) = token_rows::<T>(acts, b0, m);
     let shift = _mm_cvtsi32_si128(shift);
-    // the first blocks start the sums; later ones carry them in `out0` / `out1`
-    let mut acc = [_mm512_setzero_ps(); T];
-    for t in (0..T).filter(|_| b0 > 0) {
-        // SAFETY: `out0[t]` and `out1[t]` are 8 floats each.
-        acc[t] = unsafe {
-            join_ps(
-                _mm256_loadu_ps(out0[t].as_ptr()),
-                _mm256_loadu_ps(out1[t].as_ptr()),
-            )
-        };
+    let mut acc = [[_mm512_setzero_ps(); V]; T];
+    for (t, acc) in acc.iter_mut().enumerate().filter(|_| b0 > 0) {
+        for (v, acc) in acc.iter_mut().enumerate() {
+            let (lo, hi) = (&out[2 * v * n + t0 + t], &out[(2 * v + 1) * n + t0 + t]);
+            // SAFETY: `lo` and `hi` are 8 floats each.
+            *acc = unsafe { join_ps(_mm256_loadu_ps(lo.as_ptr()), _mm256_loadu_ps(hi.as_ptr())) };
+        }
     }
     for (i, blk) in dec.iter().enumerate() {
         // SAFETY (the reads below): i < m, the length of every token's slices.
-        let mut isum = [_mm512_setzero_si512(); T];
+        let mut isum = [[_mm512_setzero_si512(); V]; T];
         for (isum, sums) in isum.iter_mut().zip(&sums) {
             let s = _mm512_set1_epi32(unsafe { *sums.as_ptr().add(i) });
-            *isum = _mm512_sub_epi32(*isum, _mm512_sll_epi32(s, shift));
+            *isum = [_mm512_sub_epi32(_mm512_setzero_si512(), _mm512_sll_epi32(s, shift)); V];
         }
-        for (j, &q) in blk.q.iter().enumerate() {
+        for (j, q) in blk.q.iter().enumerate() {
             for (isum, y) in isum.iter_mut().zip(&ys) {
                 // SAFETY: activation bytes 4j..4j + 4 of block i's 32.
                 let y = unsafe {
@@ -224,55 +232,113 @@ fn pair_tile<const T: usize>(
                         .cast::<i32>()
                         .read_unaligned()
                 };
-                *isum = _mm512_dpbusd_epi32(*isum, q, _mm512_set1_epi32(y));
+                let y = _mm512_set1_epi32(y);
+                for (isum, &q) in isum.iter_mut().zip(q) {
+                    *isum = _mm512_dpbusd_epi32(*isum, q, y);
+                }
             }
         }
         for t in 0..T {
             // SAFETY: as above.
             let dy = unsafe { _mm512_set1_ps(*dys[t].as_ptr().add(i)) };
-            // the scalar kernel's rounding: acc + isum · (dx · dy), no fused multiply-add
-            let term = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(blk.d, dy));
-            acc[t] = _mm512_add_ps(acc[t], term);
+            for v in 0..V {
+                // the scalar kernel's rounding: acc + isum · (dx · dy), no fused multiply-add
+                let scale = _mm512_mul_ps(blk.d[v], dy);
+                let term = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[t][v]), scale);
+                acc[t][v] = _mm512_add_ps(acc[t][v], term);
+            }
         }
     }
     for (t, acc) in acc.into_iter().enumerate() {
-        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-        // SAFETY: `out0[t]` and `out1[t]` are 8 floats each.
-        unsafe {
-            _mm256_storeu_ps(out0[t].as_mut_ptr(), _mm512_castps512_ps256(acc));
-            _mm256_storeu_ps(out1[t].as_mut_ptr(), hi);
+        for (v, acc) in acc.into_iter().enumerate() {
+            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+            let (lo_out, hi_out) = out.split_at_mut((2 * v + 1) * n);
+            // SAFETY: each is 8 floats.
+            unsafe {
+                _mm256_storeu_ps(
+                    lo_out[2 * v * n + t0 + t].as_mut_ptr(),
+                    _mm512_castps512_ps256(acc),
+                );
+                _mm256_storeu_ps(hi_out[t0 + t].as_mut_ptr(), hi);
+            }
         }
     }
 }
 
-/// Calls `pair_tile::<T>` with `T` the tile's token count (1 ..= [`TILE`]).
+/// Runs [`wide_tile`] over the `n` tokens of `acts`, `TILE` at a time (the last tile with
+/// what is left).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn pair_tile_any(
-    dec: &[Decoded2],
+fn wide_tiles<const V: usize, const TILE: usize>(
+    dec: &[Wide<V>],
     b0: usize,
     acts: BatchRows<'_>,
     shift: i32,
-    o0: &mut [[f32; ROWS]],
-    o1: &mut [[f32; ROWS]],
+    out: &mut [[f32; ROWS]],
 ) {
-    match acts.len() {
-        0 => {}
-        1 => pair_tile::<1>(dec, b0, acts, shift, o0, o1),
-        2 => pair_tile::<2>(dec, b0, acts, shift, o0, o1),
-        3 => pair_tile::<3>(dec, b0, acts, shift, o0, o1),
-        4 => pair_tile::<4>(dec, b0, acts, shift, o0, o1),
-        5 => pair_tile::<5>(dec, b0, acts, shift, o0, o1),
-        6 => pair_tile::<6>(dec, b0, acts, shift, o0, o1),
-        7 => pair_tile::<7>(dec, b0, acts, shift, o0, o1),
-        _ => pair_tile::<8>(dec, b0, acts, shift, o0, o1),
+    let n = acts.len();
+    for t0 in (0..n).step_by(TILE) {
+        let t1 = (t0 + TILE).min(n);
+        let (a, at) = (acts.slice(t0, t1), (n, t0));
+        match t1 - t0 {
+            1 => wide_tile::<1, V>(dec, b0, a, shift, out, at),
+            2 => wide_tile::<2, V>(dec, b0, a, shift, out, at),
+            3 => wide_tile::<3, V>(dec, b0, a, shift, out, at),
+            4 => wide_tile::<4, V>(dec, b0, a, shift, out, at),
+            5 => wide_tile::<5, V>(dec, b0, a, shift, out, at),
+            6 => wide_tile::<6, V>(dec, b0, a, shift, out, at),
+            7 => wide_tile::<7, V>(dec, b0, a, shift, out, at),
+            _ => wide_tile::<8, V>(dec, b0, a, shift, out, at),
+        }
     }
 }
 
-/// A batch kernel over any number of whole groups (`GemmX8Fn`): pairs of groups run on
-/// 512-bit vectors ([`pair_tile`]), a last odd group on 256-bit ones ([`vnni_tile`]). Each
-/// pair is decoded [`PAIR_BLOCKS`] blocks at a time, every tile of tokens running over them
-/// with its float sums carried in `out` (exact: f32 stores).
+/// `2V` groups (`w`: their group blocks one group after another) against every token:
+/// blocks decoded [`WIDE_BLOCKS`] at a time, every tile of `TILE` tokens running over them.
+///
+/// # Safety
+/// `decode` must only read the `group_block` bytes at its pointer.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn gemm_wide<const V: usize, const TILE: usize>(
+    nb: usize,
+    w: &[u8],
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
+    group_block: usize,
+    shift: i32,
+    decode: &impl Fn(*const u8) -> Decoded,
+) {
+    let group_bytes = nb * group_block;
+    assert!(w.len() == 2 * V * group_bytes && out.len() == 2 * V * acts.len());
+    let zero = Wide::<V> {
+        q: [[_mm512_setzero_si512(); V]; 8],
+        d: [_mm512_setzero_ps(); V],
+    };
+    let mut dec = [zero; WIDE_BLOCKS];
+    for b0 in (0..nb).step_by(WIDE_BLOCKS) {
+        let m = WIDE_BLOCKS.min(nb - b0);
+        for (i, d) in dec[..m].iter_mut().enumerate() {
+            for v in 0..V {
+                // SAFETY: block b0 + i < nb of groups 2v and 2v + 1.
+                let (lo, hi) = unsafe {
+                    let p = w.as_ptr().add(2 * v * group_bytes + (b0 + i) * group_block);
+                    (decode(p), decode(p.add(group_bytes)))
+                };
+                for (q, (lo, hi)) in d.q.iter_mut().zip(lo.q.iter().zip(&hi.q)) {
+                    q[v] = join(*lo, *hi);
+                }
+                d.d[v] = join_ps(lo.d, hi.d);
+            }
+        }
+        wide_tiles::<V, TILE>(&dec[..m], b0, acts, shift, out);
+    }
+}
+
+/// A batch kernel over any number of whole groups (`GemmX8Fn`): quads of groups on two
+/// 512-bit vectors ([`wide_tile`] with `V = 2`, [`QUAD_TILE`] tokens), then a pair on one
+/// (eight tokens), then a last odd group on 256-bit vectors ([`vnni_tile`]), each with its
+/// float sums carried in `out` (exact: f32 stores).
 ///
 /// # Safety
 /// `decode` must only read the `group_block` bytes at its pointer.
@@ -299,44 +365,27 @@ unsafe fn gemm_groups(
         out.fill([0.0; ROWS]);
         return;
     }
-    let zero = Decoded2 {
-        q: [_mm512_setzero_si512(); 8],
-        d: _mm512_setzero_ps(),
-    };
-    let mut dec = [zero; PAIR_BLOCKS];
-    let mut pairs = w.chunks_exact(2 * group_bytes);
-    let mut outs = out.chunks_exact_mut(2 * n);
-    for (wp, op) in (&mut pairs).zip(&mut outs) {
-        let (o0, o1) = op.split_at_mut(n);
-        for b0 in (0..nb).step_by(PAIR_BLOCKS) {
-            let m = PAIR_BLOCKS.min(nb - b0);
-            for (i, d) in dec[..m].iter_mut().enumerate() {
-                // SAFETY: block b0 + i < nb of both groups of the pair.
-                let (lo, hi) = unsafe {
-                    let p = wp.as_ptr().add((b0 + i) * group_block);
-                    (decode(p), decode(p.add(group_bytes)))
-                };
-                for (q, (lo, hi)) in d.q.iter_mut().zip(lo.q.iter().zip(&hi.q)) {
-                    *q = join(*lo, *hi);
-                }
-                d.d = join_ps(lo.d, hi.d);
-            }
-            for t0 in (0..n).step_by(TILE) {
-                let t1 = (t0 + TILE).min(n);
-                let a = acts.slice(t0, t1);
-                pair_tile_any(&dec[..m], b0, a, shift, &mut o0[t0..t1], &mut o1[t0..t1]);
-            }
-        }
+    let mut quads = w.chunks_exact(4 * group_bytes);
+    let mut outs = out.chunks_exact_mut(4 * n);
+    for (wq, oq) in (&mut quads).zip(&mut outs) {
+        // SAFETY: the decoder reads one group block (the caller's contract).
+        unsafe { gemm_wide::<2, QUAD_TILE>(nb, wq, acts, oq, group_block, shift, &decode) };
     }
-    let (wg, og) = (pairs.remainder(), outs.into_remainder());
-    if !wg.is_empty() {
+    let (mut w, mut out) = (quads.remainder(), outs.into_remainder());
+    if w.len() >= 2 * group_bytes {
+        let (wp, op) = (&w[..2 * group_bytes], &mut out[..2 * n]);
+        // SAFETY: as above.
+        unsafe { gemm_wide::<1, TILE>(nb, wp, acts, op, group_block, shift, &decode) };
+        (w, out) = (&w[2 * group_bytes..], &mut out[2 * n..]);
+    }
+    if !w.is_empty() {
         // SAFETY: the decoder reads one group block (the caller's contract).
         unsafe {
             gemm_decoded(
                 cols,
-                wg,
+                w,
                 acts,
-                og,
+                out,
                 group_block,
                 TILE,
                 decode,
