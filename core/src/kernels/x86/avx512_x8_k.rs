@@ -26,8 +26,10 @@ use crate::quant::kquants::QK_K;
 /// registers beside the weight vector and the broadcasts.
 const TILE: usize = 8;
 
-/// Super-blocks of a pair decoded at a time (about 11 KB, in L1 beside a tile's activations).
-const PAIR_SUPERS: usize = 2;
+/// Super-blocks of a pair decoded at a time (about 46 KB): longer runs spread each tile's
+/// setup and carried sums over more work (`matmul` bench, down 4864 × 896 × 512 tokens, one
+/// Zen 5 core: Q4_K 7.87 ms with 2, 7.45 with 4, 7.40 with 8; Q6_K 7.50, 7.19, 7.11).
+const PAIR_SUPERS: usize = 8;
 
 /// One super-block of a pair of groups, decoded.
 #[derive(Clone, Copy)]
