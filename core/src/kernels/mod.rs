@@ -84,6 +84,7 @@ pub struct Kernels {
     gemv_x8: [Option<GemvX8Fn>; N_TYPES],
     gemm_x8: [Option<GemmX8Fn>; N_TYPES],
     store_tile: StoreTileFn,
+    gemm_groups: usize,
     f16: F16Ops,
     swiglu: fn(gate: &mut [f32], up: &[f32]),
     geglu: fn(gate: &mut [f32], up: &[f32]),
@@ -104,6 +105,7 @@ impl Kernels {
             gemv_x8: [None; N_TYPES],
             gemm_x8: [None; N_TYPES],
             store_tile: crate::quant::interleaved::store_tile,
+            gemm_groups: 2,
             f16: generic::f16::OPS,
             swiglu: crate::ops::activation::swiglu,
             geglu: crate::ops::activation::geglu,
@@ -162,6 +164,16 @@ impl Kernels {
 
     pub fn set_store_tile(&mut self, f: StoreTileFn) {
         self.store_tile = f;
+    }
+
+    /// Groups a batch kernel call should get where it can (the AVX-512 kernels run quads of
+    /// groups on two 512-bit vectors; one group per call leaves a tile in L1 for the others).
+    pub fn gemm_groups(&self) -> usize {
+        self.gemm_groups
+    }
+
+    pub fn set_gemm_groups(&mut self, groups: usize) {
+        self.gemm_groups = groups.max(1);
     }
 
     pub fn f16_ops(&self) -> &F16Ops {

@@ -182,6 +182,8 @@ struct Plan<'m, 'a> {
     l2_bytes: usize,
     /// How the batch kernel's tiles reach the output (streaming where the ISA has it).
     store_tile: interleaved::StoreTileFn,
+    /// Groups per batch kernel call (`Kernels::gemm_groups`).
+    groups: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -234,6 +236,7 @@ impl<'m, 'a> Plan<'m, 'a> {
             unit,
             l2_bytes: k.l2_bytes(),
             store_tile: k.store_tile(),
+            groups: k.gemm_groups(),
         })
     }
 
@@ -264,13 +267,13 @@ impl<'m, 'a> Plan<'m, 'a> {
 
     /// Units per parallel work item: about four items per thread, at least a few rows'
     /// worth so tiny matrices are not split into slivers.
-    /// Groups come in whole [`interleaved::GEMM_GROUPS`] so that the batch kernels' wide
+    /// Groups come in whole [`Self::groups`] so that the batch kernels' wide
     /// pairs (and their output lines) are not split between workers.
     fn chunk(&self, threads: usize) -> usize {
         let min = (16 / self.unit).max(1);
         let chunk = self.units().div_ceil(threads.max(1) * 4).max(min);
         match self.kernel {
-            Kernel::X8(_) => chunk.next_multiple_of(interleaved::GEMM_GROUPS),
+            Kernel::X8(_) => chunk.next_multiple_of(self.groups),
             Kernel::Rows(_) => chunk,
         }
     }
@@ -507,7 +510,7 @@ pub fn matmul(
 }
 
 /// Groups `[start, end)` of an interleaved matrix against the `n` tokens: one kernel call
-/// per [`interleaved::GEMM_GROUPS`] groups and block of tokens takes the groups' weights apart
+/// per `Kernels::gemm_groups` groups and block of tokens takes the groups' weights apart
 /// once for all of them. The tokens come in blocks whose activations fill the core's L2
 /// (`Kernels::l2_bytes`) while every group passes over them: each group's kernel call reads
 /// them from L2 rather than L3, and the weights, read once per block of tokens, stream from
@@ -529,7 +532,7 @@ fn gemm_units(
 }
 
 /// Runs `tile(groups, tokens, out)` over the groups `[start, end)` in runs of
-/// [`interleaved::GEMM_GROUPS`] and the `n` tokens in blocks that fill the core's L2 (see
+/// `Kernels::gemm_groups` and the `n` tokens in blocks that fill the core's L2 (see
 /// [`gemm_units`]), and stores each tile it fills (`[group][token][row]`) into `dst`, the
 /// token-major output of `plan`'s rows.
 #[allow(clippy::too_many_arguments)]
@@ -543,7 +546,7 @@ fn for_tiles(
     mut tile: impl FnMut(Range<usize>, interleaved::BatchRows<'_>, &mut [[f32; interleaved::ROWS]]),
 ) {
     const T: usize = interleaved::GEMM_TOKENS;
-    const G: usize = interleaved::GEMM_GROUPS;
+    let g_run = plan.groups;
     let rows = plan.w.rows;
     let acts = xq.rows(n);
     let block = (plan.l2_bytes / xq.row_bytes.max(1) / T * T).max(T);
@@ -554,11 +557,11 @@ fn for_tiles(
     } else {
         interleaved::store_tile
     };
-    let mut buf = alloc::vec![[0.0f32; interleaved::ROWS]; G * block.min(n)];
+    let mut buf = alloc::vec![[0.0f32; interleaved::ROWS]; g_run * block.min(n)];
     for t0 in (0..n).step_by(block) {
         let t1 = (t0 + block).min(n);
-        for g0 in (start..end).step_by(G) {
-            let g1 = (g0 + G).min(end);
+        for g0 in (start..end).step_by(g_run) {
+            let g1 = (g0 + g_run).min(end);
             let out = &mut buf[..(g1 - g0) * (t1 - t0)];
             tile(g0..g1, acts.slice(t0, t1), out);
             assert!((t1 - 1) * rows + g1 * interleaved::ROWS <= dst.len());

@@ -213,5 +213,7 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
         k.set_gemm_x8(GgmlType::Q4_K, gemm_q4_k);
         k.set_gemm_x8(GgmlType::Q6_K, gemm_q6_k);
+        // quads of groups for the legacy formats (a pair of pairs for the k-quants)
+        k.set_gemm_groups(4);
     }
 }

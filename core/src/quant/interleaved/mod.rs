@@ -50,10 +50,6 @@ pub type GemvX8Fn = fn(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut 
 /// tile; the AVX-512 ones run eight).
 pub const GEMM_TOKENS: usize = 4;
 
-/// Groups a batch kernel call should get where it can: the AVX-512 kernels run quads of
-/// groups on two 512-bit vectors (two groups, 16 rows, per vector).
-pub const GEMM_GROUPS: usize = 4;
-
 /// `out[g · n + t][r] = row r of group g of w · acts[t]` for the whole groups in `w` (`cols`
 /// columns each) and the `n = acts.len()` tokens (`out.len() == groups · n`). The kernel
 /// takes each group's weights apart once and runs all the tokens over them, a register tile
