@@ -68,11 +68,13 @@ impl Isa {
 
 const N_TYPES: usize = 40;
 
-/// Attention's row primitive over f16 data (the KV cache).
+/// Row conversions of f16 data (the KV cache).
 #[derive(Clone, Copy)]
 pub struct F16Ops {
     /// `dst[i] = f32(src[i])` (exact).
     pub to_f32: fn(src: &[half::f16], dst: &mut [f32]),
+    /// `dst[i] = f16(src[i])`, rounded to nearest even (the cache writes).
+    pub from_f32: fn(src: &[f32], dst: &mut [half::f16]),
 }
 
 /// Function pointers for one ISA.

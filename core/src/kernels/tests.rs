@@ -597,6 +597,42 @@ pub(crate) fn f16_ops_parity(isa: Isa) {
                 isa.name()
             );
         }
+        // f32 → f16: any bits (NaN, infinities, overflow, subnormal results), halves' exact
+        // values and the ties between neighbouring halves (rounded to even)
+        let specials = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            65520.0,
+            -1e-8,
+            -0.0,
+        ];
+        let src: Vec<f32> = (0..n)
+            .map(|i| match i % 3 {
+                _ if i < specials.len() && n > 8 => specials[i],
+                0 => f32::from_bits(rng.next_u64() as u32),
+                1 => f16::from_bits((rng.next_u64() >> 48) as u16).to_f32(),
+                _ => {
+                    let h = f16::from_bits((rng.next_u64() >> 49) as u16);
+                    let next = f16::from_bits(h.to_bits() + 1);
+                    (h.to_f32() + next.to_f32()) / 2.0
+                }
+            })
+            .collect();
+        let (mut got, mut want) = (vec![f16::ZERO; n], vec![f16::ONE; n]);
+        (ops.from_f32)(&src, &mut got);
+        (refs.from_f32)(&src, &mut want);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{} from_f32 n={n} [{i}] of {:e}",
+                isa.name(),
+                src[i]
+            );
+        }
     }
 }
 

@@ -45,10 +45,7 @@ impl Rows {
         let n = x.len();
         match self {
             Rows::F32(r) => r[pos * n..(pos + 1) * n].copy_from_slice(x),
-            Rows::F16(r) => r[pos * n..(pos + 1) * n]
-                .iter_mut()
-                .zip(x)
-                .for_each(|(d, &s)| *d = f16::from_f32(s)),
+            Rows::F16(r) => (k.f16_ops().from_f32)(x, &mut r[pos * n..(pos + 1) * n]),
             Rows::Q8_0(r) => {
                 let dst = bytemuck::cast_slice_mut(&mut r[pos * n / QK..(pos + 1) * n / QK]);
                 match k.quantize_row(GgmlType::Q8_0) {

@@ -121,6 +121,10 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
             // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
             unsafe { avx2_f16::to_f32(src, dst) }
         },
+        from_f32: |src, dst| {
+            // SAFETY: as above.
+            unsafe { avx2_f16::from_f32(src, dst) }
+        },
     });
     k.set_flash(|ops, t, s| {
         // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
