@@ -1,8 +1,8 @@
-//! AVX-512 VNNI batch kernels over the legacy interleaved layouts (Q4_0, Q5_0, Q8_0 × 8),
-//! on 256-bit vectors (AVX-512 VL: 32 registers, and `vpdpbusd` takes its broadcast
-//! activation bytes straight from memory).
+//! AVX-512 VNNI batch kernels over the legacy interleaved layouts (Q4_0, Q5_0, Q8_0 × 8):
+//! quads of groups on two 512-bit vectors (two groups per vector), a last pair on one, a
+//! last odd group on 256-bit vectors (32 registers with AVX-512 VL).
 //!
-//! Each group is decoded once per `DECODE_BLOCKS` blocks into unsigned bytes with an
+//! Each group is decoded once per run of blocks into unsigned bytes with an
 //! offset (`Decoded`, as the AVX2 Q5_0 kernel does): Q4_0 nibbles (offset 8), Q5_0 5-bit
 //! values (16) and Q8_0 quants with their sign bit flipped (`x ^ 0x80 = x + 128`, offset
 //! 128). Per block and token one `vpdpbusd` per vector then sums four `u8 × i8` products into
@@ -11,8 +11,10 @@
 //! float accumulation is the scalar kernel's, `sum += isum as f32 * (dx * dy)`, so the
 //! results are the AVX2 kernels' and the scalar kernel's, bit for bit.
 //!
-//! A tile runs [`TILE`] tokens: with 32 registers their eight i32 chains and eight float
-//! sums stay in registers, and eight independent `vpdpbusd` chains cover its latency.
+//! A quad's tile runs [`QUAD_TILE`] tokens, a pair's and a single group's [`TILE`]: their
+//! i32 chains and float sums stay in the 32 registers, and eight independent `vpdpbusd`
+//! chains cover its latency. Each 4-byte activation broadcast is a load; in a quad it feeds
+//! two `vpdpbusd` (docs/ARCHITECTURE.md: with pairs the kernels were bound by those loads).
 
 use core::arch::x86_64::*;
 
@@ -21,7 +23,7 @@ use super::avx2_x8::{accumulate, bcast4, gemm_decoded, q5_0_decode, scales8, Dec
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 
-/// Tokens a tile runs together.
+/// Tokens a pair's or a single group's tile runs together.
 const TILE: usize = 8;
 
 /// Each token's activation blocks, f32 scales and block sums for blocks `b0..b0 + m` (plain
