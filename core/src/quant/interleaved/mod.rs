@@ -47,7 +47,8 @@ pub const ROWS: usize = 8;
 pub type GemvX8Fn = fn(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mut [f32]);
 
 /// Tokens the AVX2 batch kernels multiply with one group's weights at a time (their register
-/// tile; the AVX-512 ones run eight).
+/// tile; the AVX-512 ones run four per quad of groups, eight per pair). `ops::matmul` cuts
+/// its L2-sized blocks of tokens in multiples of it.
 pub const GEMM_TOKENS: usize = 4;
 
 /// `out[g · n + t][r] = row r of group g of w · acts[t]` for the whole groups in `w` (`cols`
