@@ -16,7 +16,7 @@ use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::aligned::AlignedF32;
-use crate::ops::matmul::{matmul, matmul_glu, matvec_f32, BatchAct, QMatrix};
+use crate::ops::matmul::{glu_fusable, matmul, matmul_glu, matvec_f32, BatchAct, QMatrix};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::ops::rope::RopeTable;
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
@@ -462,11 +462,21 @@ fn ffn_block(
         Activation::Silu => k.swiglu(),
         Activation::Gelu => k.geglu(),
     };
-    // gate and up in one pass that stores only glu(gate, up), where the kernels allow
-    b.act
-        .quantize(k, par, l.gate.act_type(), &b.xb[..n * d], n)?;
-    let hb = &mut b.hb[..n * n_ff];
-    if !matmul_glu(k, par, &l.gate, &l.up, glu, &b.act, n, hb)? {
+    if n > 1 && glu_fusable(k, &l.gate, &l.up) {
+        // gate and up in one pass that stores only glu(gate, up)
+        b.act
+            .quantize(k, par, l.gate.act_type(), &b.xb[..n * d], n)?;
+        matmul_glu(
+            k,
+            par,
+            &l.gate,
+            &l.up,
+            glu,
+            &b.act,
+            n,
+            &mut b.hb[..n * n_ff],
+        )?;
+    } else {
         project_many(
             k,
             par,

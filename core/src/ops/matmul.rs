@@ -584,14 +584,24 @@ fn for_tiles(
     }
 }
 
+/// Whether [`matmul_glu`] can run `gate` and `up` with kernels `k`: one shape, one activation
+/// type, both interleaved and with batch kernels.
+pub fn glu_fusable(k: &Kernels, gate: &QMatrix<'_>, up: &QMatrix<'_>) -> bool {
+    let batched = |m: &QMatrix<'_>| m.layout == Layout::X8 && k.gemm_x8(m.ty).is_some();
+    gate.rows == up.rows
+        && gate.cols == up.cols
+        && gate.act_type() == up.act_type()
+        && batched(gate)
+        && batched(up)
+}
+
 /// A gated linear unit over one input: `out[t] = glu(G · x[t], U · x[t])` for the `n` token
 /// rows quantized in `xq` (`out` is `n × G.rows`), where `glu(gate, up)` overwrites `gate`
 /// element by element (`Kernels::swiglu` / `geglu`). Both products of a run of groups are
 /// combined while they are in cache and only the result is stored: half the output traffic
 /// of two [`matmul`]s, and no separate pass of the activation over them. Each value is the
-/// one the two products and `glu` give separately. Returns `Ok(false)`, having done
-/// nothing, unless both matrices are interleaved with batch kernels, of one shape, and
-/// `n > 1`.
+/// one the two products and `glu` give separately. The matrices must be
+/// [`glu_fusable`].
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_glu(
     k: &Kernels,
@@ -602,10 +612,7 @@ pub fn matmul_glu(
     xq: &BatchAct,
     n: usize,
     out: &mut [f32],
-) -> Result<bool> {
-    if n < 2 || gate.rows != up.rows || gate.cols != up.cols || gate.act_type() != up.act_type() {
-        return Ok(false);
-    }
+) -> Result<()> {
     if out.len() != n * gate.rows || xq.n < n {
         return Err(Error::InvalidArgument(alloc::format!(
             "gated product of {} rows over {n} tokens: output has {} values",
@@ -617,8 +624,10 @@ pub fn matmul_glu(
         Plan::new(k, gate, xq.row(0), gate.rows)?,
         Plan::new(k, up, xq.row(0), up.rows)?,
     );
-    let (Some(gg), Some(gu)) = (pg.gemm, pu.gemm) else {
-        return Ok(false);
+    let (true, Some(gg), Some(gu)) = (glu_fusable(k, gate, up), pg.gemm, pu.gemm) else {
+        return Err(Error::InvalidArgument(
+            "gate and up cannot run as one gated product with these kernels".into(),
+        ));
     };
     let dst = DisjointSlice::new(out);
     pg.for_each_share(par, &|start, end| {
@@ -630,5 +639,5 @@ pub fn matmul_glu(
             glu(tg.as_flattened_mut(), tu.as_flattened());
         });
     });
-    Ok(true)
+    Ok(())
 }
