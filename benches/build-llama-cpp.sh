@@ -4,12 +4,24 @@
 # llama.cpp is the speed baseline and the oracle only; superinfer never links it.
 #
 #   benches/build-llama-cpp.sh         # prints the bin directory
+#   benches/build-llama-cpp.sh avx2    # a second build limited to AVX2 (no AVX-512, no
+#                                      # AVX-VNNI): the baseline for `compare.py --isa avx2`,
+#                                      # which stands in for an AVX2-only CPU such as Zen 3
 set -euo pipefail
+VARIANT="${1:-native}"
 
 VERSION=0.3.36
 CACHE="${SUPERINFER_CACHE:-$HOME/.cache/superinfer}/llama.cpp"
 SRC="$CACHE/llama_cpp_python-$VERSION/vendor/llama.cpp"
-BIN="$SRC/build/bin"
+case "$VARIANT" in
+  native) BUILD="$SRC/build"; ISA_FLAGS=(-DGGML_NATIVE=ON) ;;
+  avx2) BUILD="$SRC/build-avx2"
+    ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+      -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF
+      -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF) ;;
+  *) echo "usage: $0 [native|avx2]" >&2; exit 2 ;;
+esac
+BIN="$BUILD/bin"
 TOOLS=(llama-bench llama-perplexity llama-quantize llama-tokenize)
 
 have_all() { for t in "${TOOLS[@]}"; do [ -x "$BIN/$t" ] || return 1; done; }
@@ -33,9 +45,9 @@ if [ ! -d "$SRC" ]; then
   tar -xzf "$CACHE/llama_cpp_python-$VERSION.tar.gz" -C "$CACHE"
 fi
 
-cmake -S "$SRC" -B "$SRC/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  "${ISA_FLAGS[@]}" -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON >&2
-cmake --build "$SRC/build" --target "${TOOLS[@]}" -j "$(nproc)" >&2
+cmake --build "$BUILD" --target "${TOOLS[@]}" -j "$(nproc)" >&2
 have_all || { echo "error: llama.cpp build did not produce ${TOOLS[*]}" >&2; exit 1; }
 echo "$BIN"

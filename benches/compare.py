@@ -10,7 +10,11 @@ superinfer / llama.cpp, and for tg the weight bandwidth reached as a share of ST
 
     benches/compare.py [--tests tg128,pp512] [--threads 1,2] [--rounds 3] [--reps 3]
                        [--models qwen2.5-0.5b,gemma3-270m,qwen2.5-1.5b] [--formats shipped,Q4_0,Q8_0]
-                       [--depths 0,2048] [--cache-types f16,q8_0,f32]
+                       [--depths 0,2048] [--cache-types f16,q8_0,f32] [--isa avx2]
+
+--isa avx2 pits superinfer forced to its AVX2 kernels (SUPERINFER_ISA=avx2) against a second
+llama.cpp build limited to AVX2 (build-llama-cpp.sh avx2): on an AVX-512 machine, a stand-in
+for an AVX2-only CPU such as Zen 3 (same instruction sets, not the same core).
 
 --depths runs each test with that many tokens already in the context (llama-bench -d);
 --cache-types sets both the K and V cache type of both tools (llama-bench -ctk/-ctv).
@@ -91,15 +95,19 @@ def main():
     ap.add_argument("--formats", default="shipped,Q4_0,Q8_0")
     ap.add_argument("--depths", default="0")
     ap.add_argument("--cache-types", default="f16")
+    ap.add_argument("--isa", choices=["native", "avx2"], default="native")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
 
-    bin_dir = sh([str(ROOT / "benches" / "build-llama-cpp.sh")]).strip().splitlines()[-1]
+    bin_dir = sh([str(ROOT / "benches" / "build-llama-cpp.sh"), args.isa]).strip().splitlines()[-1]
+    if args.isa != "native":
+        os.environ["SUPERINFER_ISA"] = args.isa
     log("building superinfer (release)")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "superinfer-cli"], cwd=ROOT, check=True)
     exe = ROOT / "target" / "release" / "superinfer"
+    quantize = sh([str(ROOT / "benches" / "build-llama-cpp.sh")]).strip().splitlines()[-1]
     models = model_paths(args.models.split(","), args.formats.split(","),
-                         str(Path(bin_dir) / "llama-quantize"))
+                         str(Path(quantize) / "llama-quantize"))
     bw = stream_bandwidth(threads)
     log("STREAM triad GB/s: " + ", ".join(f"{t} thread(s) {v:.1f}" for t, v in bw.items()))
 

@@ -358,11 +358,15 @@ pub(crate) fn interleaved_parity(isa: Isa) {
             // 7 groups: a quad, a pair and a single one for the AVX-512 batch kernels
             for groups in [1, 3, 7] {
                 let rows = groups * interleaved::ROWS;
-                for case in 0..6 {
+                // case 6: Q8_0 activations of only -127 and 127 (the quantizer's range), the
+                // bounds of the kernels' i16 sums (the AVX2 Q4_0 offsets,
+                // `interleaved::q4_0_offset`)
+                let cases = if at == GgmlType::Q8_0 { 7 } else { 6 };
+                for case in 0..cases {
                     let mut w = Vec::new();
                     for r in 0..rows {
                         w.extend(match case {
-                            0 => raw_row(&mut rng, ty, n),
+                            0 | 6 => raw_row(&mut rng, ty, n),
                             1 => quantized(&scalar, ty, &vec![0.0; n]),
                             _ => {
                                 let fills = [Fill::Normal, Fill::Huge, Fill::Tiny, Fill::Outlier];
@@ -374,6 +378,16 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                     let mut act = || {
                         let a = if case == 0 {
                             raw_row(&mut rng, at, n)
+                        } else if case == 6 {
+                            let mut a = raw_row(&mut rng, at, n);
+                            let bias = rng.next_u64();
+                            for blk in a.chunks_exact_mut(at.block_bytes()) {
+                                for q in &mut blk[2..] {
+                                    let low = rng.next_u64() % 4 < 1 + bias % 3;
+                                    *q = if low { 0x81 } else { 0x7F };
+                                }
+                            }
+                            a
                         } else {
                             quantized(&scalar, at, &values(&mut rng, n, Fill::Normal))
                         };
@@ -442,7 +456,9 @@ fn gemm_matches_gemv(
             scales.extend(d);
         }
     }
-    let all = BatchRows::new(tokens.len(), &bytes, &sums, &scales);
+    let mut offsets = vec![0; sums.len()];
+    interleaved::q4_0_offsets(&sums, &mut offsets);
+    let all = BatchRows::new(tokens.len(), &bytes, &sums, &offsets, &scales);
     let group = packed.len() / groups;
     for m in 1..=tokens.len() {
         let acts = all.slice(0, m);

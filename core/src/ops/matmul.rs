@@ -377,12 +377,13 @@ pub fn matvec_many<const N: usize>(
 }
 
 /// Quantized activations of a batch of tokens, row after row in one buffer: each token's
-/// bytes and, for Q8_0, its block sums and f32 block scales (what the batch kernels read,
-/// [`interleaved::BatchRows`]).
+/// bytes and, for Q8_0, its block sums, Q4_0 offsets and f32 block scales (what the batch
+/// kernels read, [`interleaved::BatchRows`]).
 #[derive(Default)]
 pub struct BatchAct {
     bytes: Vec<u8>,
     sums: Vec<i32>,
+    offsets: Vec<i32>,
     scales: Vec<f32>,
     /// Rows quantized last, and each one's bytes and blocks (sums and scales).
     n: usize,
@@ -419,25 +420,29 @@ impl BatchAct {
         let blocks = if ty == GgmlType::Q8_0 { cols / 32 } else { 0 };
         grow(&mut self.bytes, n * row_bytes, 0);
         grow(&mut self.sums, n * blocks, 0);
+        grow(&mut self.offsets, n * blocks, 0);
         grow(&mut self.scales, n * blocks, 0.0);
-        let (all_bytes, all_sums, all_scales) = (
+        let (all_bytes, all_sums, all_offsets, all_scales) = (
             DisjointSlice::new(&mut self.bytes),
             DisjointSlice::new(&mut self.sums),
+            DisjointSlice::new(&mut self.offsets),
             DisjointSlice::new(&mut self.scales),
         );
         for_each_range(par, n, QUANTIZE_ROWS, &|start, end| {
             for t in start..end {
-                // SAFETY: row t's bytes, sums and scales belong to this range only.
+                // SAFETY: row t's bytes, sums, offsets and scales belong to this range only.
                 let bytes = unsafe { all_bytes.piece(t * row_bytes, row_bytes) };
                 q(&x[t * cols..(t + 1) * cols], bytes);
                 if blocks > 0 {
-                    let (sums, scales) = unsafe {
+                    let (sums, offsets, scales) = unsafe {
                         (
                             all_sums.piece(t * blocks, blocks),
+                            all_offsets.piece(t * blocks, blocks),
                             all_scales.piece(t * blocks, blocks),
                         )
                     };
                     interleaved::block_sums(bytes, sums);
+                    interleaved::q4_0_offsets(sums, offsets);
                     interleaved::block_scales(bytes, scales);
                 }
             }
@@ -460,6 +465,7 @@ impl BatchAct {
             n,
             &self.bytes[..n * self.row_bytes],
             &self.sums[..n * self.blocks],
+            &self.offsets[..n * self.blocks],
             &self.scales[..n * self.blocks],
         )
     }

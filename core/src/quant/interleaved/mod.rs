@@ -91,26 +91,35 @@ pub unsafe fn store_tile(tile: &[[f32; ROWS]], n: usize, dst: *mut f32, stride: 
 
 /// The quantized activations of a batch of tokens as the batch kernels read them: token
 /// `t`'s row of bytes in the dot product's format and, for Q8_0 rows, each block's integer
-/// sum ([`block_sums`]) and scale as f32 (converted once per token instead of once per
-/// weight group).
+/// sum ([`block_sums`]), its Q4_0 offset ([`q4_0_offset`]) and its scale as f32 (converted
+/// once per token instead of once per weight group).
 #[derive(Debug, Clone, Copy)]
 pub struct BatchRows<'a> {
     n: usize,
     bytes: &'a [u8],
     sums: &'a [i32],
+    offsets: &'a [i32],
     scales: &'a [f32],
-    /// Per row: bytes, sums and scales.
+    /// Per row: bytes, sums (and offsets) and scales.
     row_len: (usize, usize, usize),
 }
 
 impl<'a> BatchRows<'a> {
-    /// `n` rows: `bytes`, `sums` and `scales` each hold `n` equal rows back to back (`sums`
-    /// and `scales` may be empty when the format needs neither).
-    pub fn new(n: usize, bytes: &'a [u8], sums: &'a [i32], scales: &'a [f32]) -> Self {
+    /// `n` rows: `bytes`, `sums`, `offsets` and `scales` each hold `n` equal rows back to
+    /// back (`sums`, `offsets` and `scales` may be empty when the format needs none; `offsets`
+    /// is empty or as long as `sums`).
+    pub fn new(
+        n: usize,
+        bytes: &'a [u8],
+        sums: &'a [i32],
+        offsets: &'a [i32],
+        scales: &'a [f32],
+    ) -> Self {
         assert!(
             n > 0
                 && bytes.len().is_multiple_of(n)
                 && sums.len().is_multiple_of(n)
+                && (offsets.is_empty() || offsets.len() == sums.len())
                 && scales.len().is_multiple_of(n),
             "a batch is n whole rows"
         );
@@ -118,6 +127,7 @@ impl<'a> BatchRows<'a> {
             n,
             bytes,
             sums,
+            offsets,
             scales,
             row_len: (bytes.len() / n, sums.len() / n, scales.len() / n),
         }
@@ -145,6 +155,17 @@ impl<'a> BatchRows<'a> {
         &self.sums[t * len..(t + 1) * len]
     }
 
+    /// Token `t`'s block offsets for Q4_0 ([`q4_0_offset`]; empty when not stored).
+    #[inline]
+    pub fn offsets(&self, t: usize) -> &'a [i32] {
+        let len = if self.offsets.is_empty() {
+            0
+        } else {
+            self.row_len.1
+        };
+        &self.offsets[t * len..(t + 1) * len]
+    }
+
     /// Token `t`'s block scales (empty when not stored).
     #[inline]
     pub fn scales(&self, t: usize) -> &'a [f32] {
@@ -164,6 +185,11 @@ impl<'a> BatchRows<'a> {
             n: end - start,
             bytes: &self.bytes[start * b..end * b],
             sums: &self.sums[start * s..end * s],
+            offsets: if self.offsets.is_empty() {
+                &[]
+            } else {
+                &self.offsets[start * s..end * s]
+            },
             scales: &self.scales[start * c..end * c],
             row_len: self.row_len,
         }
@@ -275,6 +301,23 @@ pub fn unpack_row(ty: GgmlType, cols: usize, src: &[u8], r: usize, out: &mut [u8
 pub fn block_sums(a: &[u8], out: &mut [i32]) {
     for (s, b) in out.iter_mut().zip(blocks::<BlockQ8_0>(a)) {
         *s = b.qs.iter().map(|&q| q as i32).sum();
+    }
+}
+
+/// The Q4_0 offset of a Q8_0 block whose quants sum to `sum`: `-4 · sum` in both i16 halves
+/// of an i32. The AVX2 Q4_0 kernels start their i16 sums of nibble × activation pairs from
+/// it, so the two halves together carry the block's `-8 · Σy` and no per-token correction
+/// is left once they are added (see `q4_0_block` in `kernels/x86/avx2_x8.rs`).
+#[inline]
+pub fn q4_0_offset(sum: i32) -> i32 {
+    let half = (-4 * sum) as i16 as u16 as u32;
+    (half | half << 16) as i32
+}
+
+/// [`q4_0_offset`] of every block sum in `sums`, into the front of `out`.
+pub fn q4_0_offsets(sums: &[i32], out: &mut [i32]) {
+    for (o, &s) in out.iter_mut().zip(sums) {
+        *o = q4_0_offset(s);
     }
 }
 
