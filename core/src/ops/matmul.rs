@@ -272,21 +272,29 @@ impl<'m, 'a> Plan<'m, 'a> {
         self.units().div_ceil(threads.max(1) * 4).max(min)
     }
 
-    /// Runs `f(start, end)` over the units in about four ranges per thread for a batch:
-    /// ranges of whole runs of [`Self::groups`] (the batch kernels' quads and their output
-    /// lines are not split between workers) whose sizes differ by one run at most and
-    /// alternate, so the workers' shares come out even (Qwen2.5's 896 rows as 112 groups in
-    /// chunks of 16 gave one thread 64 and the other 48).
+    /// Runs `f(start, end)` over the units for a batch in ranges of whole runs of
+    /// [`Self::groups`] (the batch kernels' quads and their output lines are not split
+    /// between workers), guided: each range takes `1 / (2 · threads)` of the runs not yet
+    /// handed out, so the ranges shrink towards the end and the workers, claiming them in
+    /// order, finish within a small range of each other whenever one of them started late
+    /// or ran slower.
     fn for_each_share(&self, par: &dyn Parallel, f: &(dyn Fn(usize, usize) + Sync)) {
         let units = self.units();
         let runs = units.div_ceil(self.groups);
-        let items = (par.threads().max(1) * 4).min(runs);
-        if items <= 1 {
+        let threads = par.threads().max(1);
+        if threads == 1 || runs <= 1 {
             f(0, units);
             return;
         }
-        let at = |i: usize| (i * runs / items * self.groups).min(units);
-        par.for_each(items, &|i| f(at(i), at(i + 1)));
+        let mut at = Vec::with_capacity(4 * threads * 8);
+        at.push(0);
+        let mut given = 0;
+        while given < runs {
+            given += ((runs - given) / (2 * threads)).max(1);
+            at.push(given);
+        }
+        let unit = |r: usize| (r * self.groups).min(units);
+        par.for_each(at.len() - 1, &|i| f(unit(at[i]), unit(at[i + 1])));
     }
 }
 
