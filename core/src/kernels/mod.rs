@@ -17,7 +17,7 @@ mod x86;
 pub(crate) mod tests;
 
 use crate::ops::attention::flash::FlashFn;
-use crate::quant::interleaved::{GemmX8Fn, GemvX8Fn, StoreTileFn};
+use crate::quant::interleaved::{BatchQ8_0Fn, GemmX8Fn, GemvX8Fn, StoreTileFn};
 use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn};
 
 /// What the CPU can do, as detected by the frontend.
@@ -83,6 +83,7 @@ pub struct Kernels {
     isa: Isa,
     vec_dot: [Option<VecDotFn>; N_TYPES],
     quantize: [Option<QuantizeRowFn>; N_TYPES],
+    batch_q8_0: Option<BatchQ8_0Fn>,
     gemv_x8: [Option<GemvX8Fn>; N_TYPES],
     gemm_x8: [Option<GemmX8Fn>; N_TYPES],
     store_tile: StoreTileFn,
@@ -104,6 +105,7 @@ impl Kernels {
             isa: Isa::Scalar,
             vec_dot: [None; N_TYPES],
             quantize: [None; N_TYPES],
+            batch_q8_0: None,
             gemv_x8: [None; N_TYPES],
             gemm_x8: [None; N_TYPES],
             store_tile: crate::quant::interleaved::store_tile,
@@ -219,6 +221,16 @@ impl Kernels {
 
     pub fn set_quantize_row(&mut self, ty: GgmlType, f: QuantizeRowFn) {
         self.quantize[ty.id() as usize] = Some(f);
+    }
+
+    /// The fused Q8_0 quantizer of batch rows, where the ISA has one (without it the batch
+    /// takes [`Self::quantize_row`] and the block sums, offsets and scales one after another).
+    pub fn batch_q8_0(&self) -> Option<BatchQ8_0Fn> {
+        self.batch_q8_0
+    }
+
+    pub fn set_batch_q8_0(&mut self, f: BatchQ8_0Fn) {
+        self.batch_q8_0 = Some(f);
     }
 }
 

@@ -533,6 +533,22 @@ pub(crate) fn quantize_parity(isa: Isa) {
                 "{} {ty} quantizer differs from scalar",
                 isa.name()
             );
+            if let (GgmlType::Q8_0, Some(fused)) = (ty, k.batch_q8_0()) {
+                use crate::quant::interleaved;
+                let nb = n / 32;
+                let mut want = (vec![0i32; nb], vec![0i32; nb], vec![0f32; nb]);
+                interleaved::block_sums(&got, &mut want.0);
+                interleaved::q4_0_offsets(&want.0, &mut want.1);
+                interleaved::block_scales(&got, &mut want.2);
+                let mut bytes = vec![0u8; got.len()];
+                let mut sums = (vec![0i32; nb], vec![0i32; nb], vec![0f32; nb]);
+                fused(&x, &mut bytes, &mut sums.0, &mut sums.1, &mut sums.2);
+                assert_eq!(bytes, got, "{} fused Q8_0 quants", isa.name());
+                assert_eq!(sums.0, want.0, "{} fused Q8_0 block sums", isa.name());
+                assert_eq!(sums.1, want.1, "{} fused Q8_0 offsets", isa.name());
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&sums.2), bits(&want.2), "{} fused scales", isa.name());
+            }
         }
     }
     eprintln!("{}: {checked} activation quantizers checked", isa.name());

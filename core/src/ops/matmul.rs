@@ -440,15 +440,22 @@ impl BatchAct {
             for t in start..end {
                 // SAFETY: row t's bytes, sums, offsets and scales belong to this range only.
                 let bytes = unsafe { all_bytes.piece(t * row_bytes, row_bytes) };
-                q(&x[t * cols..(t + 1) * cols], bytes);
-                if blocks > 0 {
-                    let (sums, offsets, scales) = unsafe {
-                        (
-                            all_sums.piece(t * blocks, blocks),
-                            all_offsets.piece(t * blocks, blocks),
-                            all_scales.piece(t * blocks, blocks),
-                        )
-                    };
+                let row = &x[t * cols..(t + 1) * cols];
+                if blocks == 0 {
+                    q(row, bytes);
+                    continue;
+                }
+                let (sums, offsets, scales) = unsafe {
+                    (
+                        all_sums.piece(t * blocks, blocks),
+                        all_offsets.piece(t * blocks, blocks),
+                        all_scales.piece(t * blocks, blocks),
+                    )
+                };
+                if let Some(fused) = k.batch_q8_0() {
+                    fused(row, bytes, sums, offsets, scales);
+                } else {
+                    q(row, bytes);
                     interleaved::block_sums(bytes, sums);
                     interleaved::q4_0_offsets(sums, offsets);
                     interleaved::block_scales(bytes, scales);

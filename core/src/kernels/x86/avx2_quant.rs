@@ -5,9 +5,10 @@
 
 use core::arch::x86_64::*;
 
+use crate::quant::interleaved::q4_0_offset;
 use crate::quant::kquants::q8_k::BlockQ8K;
 use crate::quant::kquants::{GROUPS, QK_K};
-use crate::quant::legacy::{blocks_mut, to_h, BlockQ8_0, QK};
+use crate::quant::legacy::{blocks_mut, BlockQ8_0, QK};
 
 /// `nearest_int(x · s)` on eight lanes.
 #[inline]
@@ -53,13 +54,14 @@ unsafe fn absmax(x: &[f32]) -> f32 {
     hmax(m)
 }
 
-/// The low bytes of four vectors of i32 lanes, in order, stored at `dst` (32 bytes).
+/// The low bytes of four vectors of i32 lanes, in order, stored at `dst` (32 bytes) and
+/// returned.
 ///
 /// # Safety
 /// `dst` must be valid for writing 32 bytes.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn store_low_bytes(q: [__m256i; 4], dst: *mut i8) {
+unsafe fn store_low_bytes(q: [__m256i; 4], dst: *mut i8) -> __m256i {
     // per 128-bit lane: the low byte of each i32 to bytes 0-3, the rest zero
     let pick = _mm256_setr_epi8(
         0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1,
@@ -73,24 +75,75 @@ unsafe fn store_low_bytes(q: [__m256i; 4], dst: *mut i8) {
     let x = _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     // SAFETY: the caller's contract.
     unsafe { _mm256_storeu_si256(dst.cast(), x) };
+    x
 }
 
-/// ggml's SIMD Q8_0 quantizer (`legacy::quantize_q8_0`): per 32 values `d = amax / 127`,
-/// `q = nearest_int(x · 127 / amax)`.
+/// One Q8_0 block of ggml's quantizer: `d = amax / 127`, `q = nearest_int(x · 127 / amax)`;
+/// returns the 32 quants as stored.
+///
+/// # Safety
+/// `x` must hold 32 values, and the CPU must support AVX2, FMA and F16C (it is always
+/// inlined into the quantizers below, which are compiled with them).
+#[inline(always)]
+unsafe fn q8_0_block(x: &[f32], b: &mut BlockQ8_0) -> __m256i {
+    // SAFETY: 32 values (the caller's contract).
+    // SAFETY (all below): the CPU features and the 32 values are the caller's contract.
+    unsafe {
+        let amax = absmax(&x[..QK]);
+        let d = amax / 127.0;
+        let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+        // `legacy::to_h(d)` through F16C: the same round-to-nearest-even (`amax` is never NaN)
+        let h = _mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm_set_ss(d));
+        b.d = (_mm_cvtsi128_si32(h) as u16).to_le_bytes();
+        let p = x.as_ptr();
+        let q = [
+            nearest(_mm256_loadu_ps(p), id),
+            nearest(_mm256_loadu_ps(p.add(8)), id),
+            nearest(_mm256_loadu_ps(p.add(16)), id),
+            nearest(_mm256_loadu_ps(p.add(24)), id),
+        ];
+        store_low_bytes(q, b.qs.as_mut_ptr())
+    }
+}
+
+/// ggml's SIMD Q8_0 quantizer (`legacy::quantize_q8_0`).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn quantize_q8_0(src: &[f32], dst: &mut [u8]) {
     for (x, b) in src.chunks_exact(QK).zip(blocks_mut::<BlockQ8_0>(dst)) {
         // SAFETY: 32 values.
-        let amax = unsafe { absmax(x) };
-        let d = amax / 127.0;
-        let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
-        b.d = to_h(d);
-        // SAFETY: the block's 32 values, in four vectors.
-        let q: [__m256i; 4] = core::array::from_fn(|k| {
-            nearest(unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * k)) }, id)
-        });
-        // SAFETY: the block's 32 quants.
-        unsafe { store_low_bytes(q, b.qs.as_mut_ptr()) };
+        unsafe { q8_0_block(x, b) };
+    }
+}
+
+/// [`quantize_q8_0`] of a batch row, with in the same pass what the batch kernels read
+/// beside the quants (`interleaved::BatchRows`): each block's quant sum, its Q4_0 offset
+/// and its f16 scale as f32, as `interleaved::block_sums`, `q4_0_offsets` and
+/// `block_scales` give them.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn quantize_q8_0_batch(
+    src: &[f32],
+    dst: &mut [u8],
+    sums: &mut [i32],
+    offsets: &mut [i32],
+    scales: &mut [f32],
+) {
+    let flip = _mm256_set1_epi8(-128);
+    let blocks = src
+        .chunks_exact(QK)
+        .zip(blocks_mut::<BlockQ8_0>(dst))
+        .zip(sums.iter_mut().zip(offsets).zip(scales));
+    for ((x, b), ((sum, offset), scale)) in blocks {
+        // SAFETY: 32 values.
+        let q = unsafe { q8_0_block(x, b) };
+        // Σ of the 32 i8 quants: as unsigned bytes (+128 each) summed by vpsadbw
+        let s = _mm256_sad_epu8(_mm256_xor_si256(q, flip), _mm256_setzero_si256());
+        let s = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        let s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+        *sum = _mm_cvtsi128_si32(s) - 128 * QK as i32;
+        *offset = q4_0_offset(*sum);
+        // the f16 scale widened by F16C (exact, as any widening)
+        let h = _mm_cvtsi32_si128(u16::from_le_bytes(b.d) as i32);
+        *scale = _mm_cvtss_f32(_mm_cvtph_ps(h));
     }
 }
 
@@ -118,18 +171,30 @@ pub(super) fn quantize_q8_k(src: &[f32], dst: &mut [u8]) {
         let iscale = -127.0 / max;
         let s = _mm256_set1_ps(iscale);
         let top = _mm256_set1_epi32(127);
-        for (x, qs) in x.chunks_exact(32).zip(b.qs.chunks_exact_mut(32)) {
-            // SAFETY: 32 values in four vectors.
-            let q: [__m256i; 4] = core::array::from_fn(|k| {
+        let flip = _mm256_set1_epi8(-128);
+        // two groups of 16 quants per chunk of 32
+        const _: () = assert!(QK_K / GROUPS == 16);
+        for (c, x) in x.chunks_exact(32).enumerate() {
+            let at = |k: usize| {
+                // SAFETY: values 8k..8k + 8 of the chunk's 32.
                 let v = unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * k)) };
                 _mm256_min_epi32(nearest(v, s), top)
-            });
-            // SAFETY: 32 quants.
-            unsafe { store_low_bytes(q, qs.as_mut_ptr()) };
-        }
-        for g in 0..GROUPS {
-            let sum: i32 = b.qs[16 * g..16 * (g + 1)].iter().map(|&q| q as i32).sum();
-            b.bsums[2 * g..2 * g + 2].copy_from_slice(&(sum as i16).to_le_bytes());
+            };
+            // SAFETY: quants 32c..32c + 32 of the 256.
+            let q = unsafe {
+                store_low_bytes([at(0), at(1), at(2), at(3)], b.qs.as_mut_ptr().add(32 * c))
+            };
+            // each group's sum of i8 quants: as unsigned bytes (+128 each) summed by vpsadbw
+            let sad = _mm256_sad_epu8(_mm256_xor_si256(q, flip), _mm256_setzero_si256());
+            let group = |v: __m128i| _mm_cvtsi128_si32(_mm_add_epi64(v, _mm_unpackhi_epi64(v, v)));
+            let sums = [
+                group(_mm256_castsi256_si128(sad)),
+                group(_mm256_extracti128_si256(sad, 1)),
+            ];
+            for (g, sum) in sums.into_iter().enumerate() {
+                let sum = (sum - 128 * 16) as i16;
+                b.bsums[4 * c + 2 * g..][..2].copy_from_slice(&sum.to_le_bytes());
+            }
         }
         b.d = (1.0 / iscale).to_le_bytes();
     }

@@ -147,6 +147,10 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
         // SAFETY: installed only here, where the caller guarantees AVX2, FMA and F16C.
         unsafe { avx2_quant::quantize_q8_0(x, q) }
     });
+    k.set_batch_q8_0(|x, q, sums, offsets, scales| {
+        // SAFETY: as above.
+        unsafe { avx2_quant::quantize_q8_0_batch(x, q, sums, offsets, scales) }
+    });
     k.set_quantize_row(GgmlType::Q8_K, |x, q| {
         // SAFETY: as above.
         unsafe { avx2_quant::quantize_q8_k(x, q) }

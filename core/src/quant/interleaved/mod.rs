@@ -314,6 +314,12 @@ pub fn q4_0_offset(sum: i32) -> i32 {
     (half | half << 16) as i32
 }
 
+/// Quantizes a row of activations to Q8_0 (`bytes`) and writes what the batch kernels read
+/// beside it, per block: its quant sum ([`block_sums`]), its Q4_0 offset ([`q4_0_offsets`])
+/// and its scale as f32 ([`block_scales`]), all in one pass.
+pub type BatchQ8_0Fn =
+    fn(x: &[f32], bytes: &mut [u8], sums: &mut [i32], offsets: &mut [i32], scales: &mut [f32]);
+
 /// [`q4_0_offset`] of every block sum in `sums`, into the front of `out`.
 pub fn q4_0_offsets(sums: &[i32], out: &mut [i32]) {
     for (o, &s) in out.iter_mut().zip(sums) {
