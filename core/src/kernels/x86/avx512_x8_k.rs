@@ -1,7 +1,8 @@
 //! AVX-512 VNNI batch kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8).
 //!
 //! Pairs of groups run on 512-bit vectors (lanes 0-7: the first group's rows, 8-15: the
-//! second's), as the legacy VNNI kernels do (`avx512_x8.rs`). Each super-block of a pair is
+//! second's), and Q4_K's quads of groups on two of them, so each activation broadcast feeds
+//! two `vpdpbusd`, as the legacy VNNI kernels do (`avx512_x8.rs`). Each super-block of a pair is
 //! decoded once ([`SuperPair`]) into 64 vectors of unsigned quants in element order (vector
 //! `j`: elements `4j..4j + 4` of the 16 rows; Q6_K keeps its `+32` offset), each scale group's
 //! scale as an i32 per row, and i16 pairs for the correction term. Then every tile of tokens
@@ -22,9 +23,13 @@ use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
 
-/// Tokens a tile runs together: their group and super-block sums (16 registers) stay in
-/// registers beside the weight vector and the broadcasts.
+/// Tokens a pair's tile runs together: their group and super-block sums (16 registers) stay
+/// in registers beside the weight vector and the broadcasts.
 const TILE: usize = 8;
+
+/// Tokens a quad's tile runs together: 4 tokens × 2 vectors of group, super-block and float
+/// sums (24 registers).
+const QUAD_TILE: usize = 4;
 
 /// Super-blocks of a pair decoded at a time (about 46 KB): longer runs spread each tile's
 /// setup and carried sums over more work (`matmul` bench, down 4864 × 896 × 512 tokens, one
@@ -53,6 +58,11 @@ trait Format {
     const GROUP_VECTORS: usize;
     /// Correction pairs per super-block.
     const PAIRS: usize;
+    /// Whether quads of groups run on two vectors (Q4_K: `matmul` bench, down 4864 × 896 ×
+    /// 512 tokens, one Zen 5 core, 7.37 → 6.77 ms). Q6_K stays on pairs (7.07 → 7.23 ms as
+    /// quads: its 16 scale groups and 8 correction pairs per super-block are per-token work
+    /// a quad's tile of four tokens spreads over half as many).
+    const QUADS: bool;
 
     /// Decodes super-block `p0` of the first group and `p1` of the second.
     ///
@@ -121,6 +131,7 @@ impl Format for Q4K {
     const GROUP_BLOCK: usize = q4_k::GROUP_BLOCK;
     const GROUP_VECTORS: usize = 8;
     const PAIRS: usize = 4;
+    const QUADS: bool = true;
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
@@ -194,6 +205,7 @@ impl Format for Q6K {
     const GROUP_BLOCK: usize = q6_k::GROUP_BLOCK;
     const GROUP_VECTORS: usize = 4;
     const PAIRS: usize = 8;
+    const QUADS: bool = false;
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
@@ -271,103 +283,164 @@ impl Format for Q6K {
     }
 }
 
-/// `T` tokens over decoded super-blocks `s0..s0 + dec.len()`: each token's float sums, the
-/// first group's carried in `out0[t]`, the second's in `out1[t]`, take every super-block's
-/// term.
+/// `T` tokens over decoded super-blocks `s0..s0 + dec.len()` of `2V` groups (`dec[i][v]`:
+/// groups `2v` and `2v + 1`). `out` holds the groups' float sums group after group, `n`
+/// tokens each; the tile's are tokens `t0..t0 + T`, carried there from one run of
+/// super-blocks to the next (from super-block 0 they are written, not read). Each activation
+/// broadcast serves `V` vectors: with two, a quad of groups loads half as many activation
+/// words per multiply-add as a pair.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn tile<F: Format, const T: usize>(
-    dec: &[SuperPair],
+fn tile<F: Format, const T: usize, const V: usize>(
+    dec: &[[SuperPair; V]],
     s0: usize,
     acts: BatchRows<'_>,
-    out0: &mut [[f32; ROWS]],
-    out1: &mut [[f32; ROWS]],
+    out: &mut [[f32; ROWS]],
+    (n, t0): (usize, usize),
 ) {
     let m = dec.len();
     assert!(
-        acts.len() == T && out0.len() == T && out1.len() == T,
-        "a tile of {T} tokens"
+        acts.len() == T && t0 + T <= n && out.len() == 2 * V * n,
+        "a tile of {T} tokens of {} groups",
+        2 * V
     );
     let mut ys: [&[BlockQ8K]; T] = [&[]; T];
     for (t, y) in ys.iter_mut().enumerate() {
         *y = &q8_k::blocks(acts.bytes(t))[s0..s0 + m];
     }
-    let mut acc = [_mm512_setzero_ps(); T];
-    for t in 0..T {
-        // SAFETY: `out0[t]` and `out1[t]` are 8 floats each.
-        acc[t] = unsafe {
-            join_ps(
-                _mm256_loadu_ps(out0[t].as_ptr()),
-                _mm256_loadu_ps(out1[t].as_ptr()),
-            )
-        };
+    let mut acc = [[_mm512_setzero_ps(); V]; T];
+    for (t, acc) in acc.iter_mut().enumerate().filter(|_| s0 > 0) {
+        for (v, acc) in acc.iter_mut().enumerate() {
+            let (lo, hi) = (&out[2 * v * n + t0 + t], &out[(2 * v + 1) * n + t0 + t]);
+            // SAFETY: `lo` and `hi` are 8 floats each.
+            *acc = unsafe { join_ps(_mm256_loadu_ps(lo.as_ptr()), _mm256_loadu_ps(hi.as_ptr())) };
+        }
     }
     for (i, blk) in dec.iter().enumerate() {
-        // SAFETY (the reads below): i < m, the length of every token's slice.
-        let yb: [&BlockQ8K; T] = core::array::from_fn(|t| unsafe { &*ys[t].as_ptr().add(i) });
-        let mut isum = [_mm512_setzero_si512(); T];
+        let mut yb: [&BlockQ8K; T] = [&ys[0][0]; T];
+        for (t, y) in yb.iter_mut().enumerate() {
+            // SAFETY: i < m, the length of every token's slice.
+            *y = unsafe { &*ys[t].as_ptr().add(i) };
+        }
+        let mut isum = [[_mm512_setzero_si512(); V]; T];
         for g in 0..64 / F::GROUP_VECTORS {
-            let mut s = [_mm512_setzero_si512(); T];
+            let mut s = [[_mm512_setzero_si512(); V]; T];
             for j in g * F::GROUP_VECTORS..(g + 1) * F::GROUP_VECTORS {
-                let q = blk.q[j];
                 for (s, y) in s.iter_mut().zip(&yb) {
                     // SAFETY: activation bytes 4j..4j + 4 of the 256.
                     let y4 = unsafe { y.qs.as_ptr().add(4 * j).cast::<i32>().read_unaligned() };
-                    *s = _mm512_dpbusd_epi32(*s, q, _mm512_set1_epi32(y4));
+                    let y4 = _mm512_set1_epi32(y4);
+                    for (s, half) in s.iter_mut().zip(blk) {
+                        *s = _mm512_dpbusd_epi32(*s, half.q[j], y4);
+                    }
                 }
             }
             for (isum, s) in isum.iter_mut().zip(s) {
-                *isum = _mm512_add_epi32(*isum, _mm512_mullo_epi32(s, blk.sc[g]));
+                for ((isum, s), half) in isum.iter_mut().zip(s).zip(blk) {
+                    *isum = _mm512_add_epi32(*isum, _mm512_mullo_epi32(s, half.sc[g]));
+                }
             }
         }
         for t in 0..T {
-            let mut corr = _mm512_setzero_si512();
+            let mut corr = [_mm512_setzero_si512(); V];
             for p in 0..F::PAIRS {
                 let b = _mm512_set1_epi32(F::bsum_pair(yb[t], p));
-                corr = _mm512_dpwssd_epi32(corr, blk.pairs[p], b);
+                for (corr, half) in corr.iter_mut().zip(blk) {
+                    *corr = _mm512_dpwssd_epi32(*corr, half.pairs[p], b);
+                }
             }
-            // SAFETY: the CPU has AVX-512 (this function's features).
-            let term = unsafe { F::term(blk, yb[t].d(), isum[t], corr) };
-            acc[t] = _mm512_add_ps(acc[t], term);
+            for v in 0..V {
+                // SAFETY: the CPU has AVX-512 (this function's features).
+                let term = unsafe { F::term(&blk[v], yb[t].d(), isum[t][v], corr[v]) };
+                acc[t][v] = _mm512_add_ps(acc[t][v], term);
+            }
         }
     }
     for (t, acc) in acc.into_iter().enumerate() {
-        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-        // SAFETY: `out0[t]` and `out1[t]` are 8 floats each.
-        unsafe {
-            _mm256_storeu_ps(out0[t].as_mut_ptr(), _mm512_castps512_ps256(acc));
-            _mm256_storeu_ps(out1[t].as_mut_ptr(), hi);
+        for (v, acc) in acc.into_iter().enumerate() {
+            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+            let (lo_out, hi_out) = out.split_at_mut((2 * v + 1) * n);
+            // SAFETY: each is 8 floats.
+            unsafe {
+                _mm256_storeu_ps(
+                    lo_out[2 * v * n + t0 + t].as_mut_ptr(),
+                    _mm512_castps512_ps256(acc),
+                );
+                _mm256_storeu_ps(hi_out[t0 + t].as_mut_ptr(), hi);
+            }
         }
     }
 }
 
-/// Calls `tile::<F, T>` with `T` the tile's token count (1 ..= [`TILE`]).
+/// Runs [`tile`] over the `n` tokens of `acts`, `TILE` at a time (the last tile with what is
+/// left).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn tile_any<F: Format>(
-    dec: &[SuperPair],
+fn tiles<F: Format, const V: usize, const TILE: usize>(
+    dec: &[[SuperPair; V]],
     s0: usize,
     acts: BatchRows<'_>,
-    o0: &mut [[f32; ROWS]],
-    o1: &mut [[f32; ROWS]],
+    out: &mut [[f32; ROWS]],
 ) {
-    match acts.len() {
-        0 => {}
-        1 => tile::<F, 1>(dec, s0, acts, o0, o1),
-        2 => tile::<F, 2>(dec, s0, acts, o0, o1),
-        3 => tile::<F, 3>(dec, s0, acts, o0, o1),
-        4 => tile::<F, 4>(dec, s0, acts, o0, o1),
-        5 => tile::<F, 5>(dec, s0, acts, o0, o1),
-        6 => tile::<F, 6>(dec, s0, acts, o0, o1),
-        7 => tile::<F, 7>(dec, s0, acts, o0, o1),
-        _ => tile::<F, 8>(dec, s0, acts, o0, o1),
+    let n = acts.len();
+    for t0 in (0..n).step_by(TILE) {
+        let t1 = (t0 + TILE).min(n);
+        let (a, at) = (acts.slice(t0, t1), (n, t0));
+        match t1 - t0 {
+            1 => tile::<F, 1, V>(dec, s0, a, out, at),
+            2 => tile::<F, 2, V>(dec, s0, a, out, at),
+            3 => tile::<F, 3, V>(dec, s0, a, out, at),
+            4 => tile::<F, 4, V>(dec, s0, a, out, at),
+            5 => tile::<F, 5, V>(dec, s0, a, out, at),
+            6 => tile::<F, 6, V>(dec, s0, a, out, at),
+            7 => tile::<F, 7, V>(dec, s0, a, out, at),
+            _ => tile::<F, 8, V>(dec, s0, a, out, at),
+        }
     }
 }
 
-/// A batch kernel over any number of whole groups (`GemmX8Fn`): pairs of groups, each
-/// decoded [`PAIR_SUPERS`] super-blocks at a time, every tile of tokens running over them
-/// with its float sums carried in `out`. A last odd group is decoded beside itself and the
-/// copy's sums dropped.
+/// `2V` groups against every token: `groups[v]` are the groups decoded into vector `v`
+/// (groups `2v`, `2v + 1`; a single group names itself twice), decoded into `scratch`
+/// `PAIR_SUPERS / V` super-blocks at a time (a quad's 4 are as many bytes as a pair's 8),
+/// every tile of `TILE` tokens running over them. `out` holds the `2V` groups' sums, `n`
+/// tokens each.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+fn run<F: Format, const V: usize, const TILE: usize>(
+    nb: usize,
+    groups: [[&[u8]; 2]; V],
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
+    scratch: &mut [SuperPair; PAIR_SUPERS],
+) {
+    assert!(
+        groups
+            .iter()
+            .flatten()
+            .all(|g| g.len() == nb * F::GROUP_BLOCK)
+            && out.len() == 2 * V * acts.len(),
+        "whole groups, one output per group and token"
+    );
+    let (dec, _) = scratch.as_chunks_mut::<V>();
+    let run = dec.len();
+    for s0 in (0..nb).step_by(run) {
+        let m = run.min(nb - s0);
+        for (i, d) in dec[..m].iter_mut().enumerate() {
+            let at = (s0 + i) * F::GROUP_BLOCK;
+            for (d, [g0, g1]) in d.iter_mut().zip(&groups) {
+                // SAFETY: super-block s0 + i < nb of both groups (whole groups, asserted
+                // above); the CPU has this function's features.
+                unsafe { F::decode(g0.as_ptr().add(at), g1.as_ptr().add(at), d) };
+            }
+        }
+        tiles::<F, V, TILE>(&dec[..m], s0, acts, out);
+    }
+}
+
+/// A batch kernel over any number of whole groups (`GemmX8Fn`): quads of groups on two
+/// vectors ([`QUAD_TILE`] tokens per tile) where the format runs them ([`Format::QUADS`]),
+/// pairs on one ([`TILE`] tokens), and a last odd group decoded beside itself, the copy's
+/// sums dropped.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 fn gemm_groups<F: Format>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
@@ -379,8 +452,8 @@ fn gemm_groups<F: Format>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut 
         out.len() == groups * n && w.len() == groups * group_bytes,
         "whole groups of {cols} columns, one output per group and token"
     );
-    out.fill([0.0; ROWS]);
     if group_bytes == 0 {
+        out.fill([0.0; ROWS]);
         return;
     }
     let zero = SuperPair {
@@ -391,37 +464,23 @@ fn gemm_groups<F: Format>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut 
         dmin: _mm512_setzero_ps(),
     };
     let mut dec = [zero; PAIR_SUPERS];
-    let mut spare = [[0.0f32; ROWS]; TILE];
-    for g in (0..groups).step_by(2) {
-        let single = g + 1 == groups;
-        let w0 = &w[g * group_bytes..(g + 1) * group_bytes];
-        let w1 = if single {
-            w0
-        } else {
-            &w[(g + 1) * group_bytes..(g + 2) * group_bytes]
-        };
-        let (o0, rest) = out[g * n..].split_at_mut(n);
-        for s0 in (0..nb).step_by(PAIR_SUPERS) {
-            let m = PAIR_SUPERS.min(nb - s0);
-            for (i, d) in dec[..m].iter_mut().enumerate() {
-                let at = (s0 + i) * F::GROUP_BLOCK;
-                // SAFETY: super-block s0 + i < nb of both groups (whole groups, checked
-                // above); the CPU has this function's features.
-                unsafe { F::decode(w0.as_ptr().add(at), w1.as_ptr().add(at), d) };
-            }
-            for t0 in (0..n).step_by(TILE) {
-                let t1 = (t0 + TILE).min(n);
-                let a = acts.slice(t0, t1);
-                let o1 = if single {
-                    // the copy's sums: dropped (zeroed so each tile starts alike)
-                    spare.fill([0.0; ROWS]);
-                    &mut spare[..t1 - t0]
-                } else {
-                    &mut rest[t0..t1]
-                };
-                tile_any::<F>(&dec[..m], s0, a, &mut o0[t0..t1], o1);
-            }
-        }
+    let group = |g: usize| &w[g * group_bytes..(g + 1) * group_bytes];
+    let mut g = 0;
+    while F::QUADS && g + 4 <= groups {
+        let groups = [[group(g), group(g + 1)], [group(g + 2), group(g + 3)]];
+        let out = &mut out[g * n..(g + 4) * n];
+        run::<F, 2, QUAD_TILE>(nb, groups, acts, out, &mut dec);
+        g += 4;
+    }
+    while g + 2 <= groups {
+        let groups = [[group(g), group(g + 1)]];
+        run::<F, 1, TILE>(nb, groups, acts, &mut out[g * n..(g + 2) * n], &mut dec);
+        g += 2;
+    }
+    if g < groups {
+        let mut both = alloc::vec![[0.0f32; ROWS]; 2 * n];
+        run::<F, 1, TILE>(nb, [[group(g), group(g)]], acts, &mut both, &mut dec);
+        out[g * n..].copy_from_slice(&both[..n]);
     }
 }
 
