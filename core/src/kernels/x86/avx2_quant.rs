@@ -158,12 +158,20 @@ pub(super) fn quantize_q8_k(src: &[f32], dst: &mut [u8]) {
     {
         // SAFETY: 256 values.
         let amax = unsafe { absmax(x) };
-        // the first value whose magnitude is the maximum (the scalar scan keeps the first)
-        let max = x
-            .iter()
-            .copied()
-            .find(|v| libm::fabsf(*v) == amax)
-            .unwrap_or(0.0);
+        // the first value whose magnitude is the maximum (the scalar scan keeps the first),
+        // eight lanes at a time
+        // (a plain loop: a closure given to an iterator adapter would not inline here)
+        let target = _mm256_set1_ps(amax);
+        let mut max = 0.0;
+        for (c, v) in x.chunks_exact(8).enumerate() {
+            // SAFETY: eight values.
+            let v = abs(unsafe { _mm256_loadu_ps(v.as_ptr()) });
+            let hit = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(v, target));
+            if hit != 0 {
+                max = x[8 * c + hit.trailing_zeros() as usize];
+                break;
+            }
+        }
         if max == 0.0 {
             *b = bytemuck::Zeroable::zeroed();
             continue;
