@@ -52,6 +52,40 @@ pub fn require_model(model: (&str, &str, &str)) -> PathBuf {
     p
 }
 
+/// A copy of the real model `model` with every tensor dequantized to F32 (metadata as it
+/// is, `general.file_type` 0: all F32), written once under `models_dir()/derived/` and
+/// reused: products over F32 weights take f32 activations, with no int8 rounding. Fails the
+/// test when the model is missing.
+pub fn f32_copy(model: (&str, &str, &str)) -> PathBuf {
+    use runtime::core::gguf::{GgufFile, GgufWriter, MetaValue};
+    use runtime::core::quant;
+    let dst = models_dir()
+        .join("derived")
+        .join(format!("{}-F32.gguf", model.2));
+    if dst.is_file() {
+        return dst;
+    }
+    let bytes = std::fs::read(require_model(model)).unwrap();
+    let f = GgufFile::parse(&bytes).unwrap();
+    let mut w = GgufWriter::new();
+    for (key, value) in f.metadata() {
+        w.meta(*key, MetaValue::from_value(value));
+    }
+    w.meta("general.file_type", MetaValue::U32(0));
+    for t in f.tensors() {
+        let mut values = vec![0f32; t.n_elements() as usize];
+        quant::dequantize_row(t.ty, f.tensor_data(t), &mut values).unwrap();
+        w.tensor_f32(t.name, &t.dims, &values).unwrap();
+    }
+    let out = w.finish().unwrap();
+    drop(w);
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, out).unwrap();
+    std::fs::rename(&tmp, &dst).unwrap();
+    dst
+}
+
 /// Parses a fixture JSON file of a model.
 pub fn fixture(model: (&str, &str, &str), file: &str) -> serde_json::Value {
     let p = fixtures_dir().join(model.0).join(file);

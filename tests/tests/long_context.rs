@@ -14,6 +14,13 @@
 //! chunks of this text) its F16 cache keeps the top token at 97.7% of positions (mean KLD
 //! 0.0029), its Q8_0 cache at 93.4% (0.0172). The 99% the long-context issue asks for is
 //! above that floor; the bounds below guard the measured levels.
+//!
+//! The floor is the int8 activations' (llama.cpp's arithmetic, which we keep): with the same
+//! weights dequantized to F32 ([`f32_copy`], as `llama-quantize --allow-requantize MODEL OUT
+//! F32` makes it), where every product takes its activations in f32, the F16 cache agrees at
+//! 100% of decisive positions (1988/1988, mean KL 0.00001) and the Q8_0 cache at 99.75%
+//! (0.0006): [`f32_weights_2k_prompt_agrees_with_f32_cache`] (a 2.5 GB copy, written once
+//! into the model cache; 1.5 minutes on two Zen 5 cores).
 use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::{Engine, EngineOptions, SessionOptions};
 use superinfer_tests::*;
@@ -57,8 +64,26 @@ fn margin(lp: &[f64]) -> f64 {
 
 #[test]
 fn qwen05b_2k_prompt_with_each_cache_type_agrees_with_f32() {
+    compare_caches(&require_model(QWEN_05B), BOUNDS);
+}
+
+/// The same comparison on Qwen2.5-0.5B with F32 weights (see the module docs): without int8
+/// activations the caches' own error is what is left, and it meets the long-context issue's
+/// 99%.
+#[test]
+fn f32_weights_2k_prompt_agrees_with_f32_cache() {
+    compare_caches(
+        &f32_copy(QWEN_05B),
+        [(KvType::F16, 0.995, 0.0005), (KvType::Q8_0, 0.99, 0.002)],
+    );
+}
+
+/// Teacher-forces the first [`N`] tokens of the GPL-3 text through `model` with the F32
+/// cache and with each cache type of `bounds`, prints the agreement and asserts each type's
+/// least top-1 agreement at decisive positions and largest mean KL.
+fn compare_caches(model: &std::path::Path, bounds: [(KvType, f64, f64); 2]) {
     let e = Engine::load(
-        &require_model(QWEN_05B),
+        model,
         &EngineOptions {
             threads: 2,
             ..Default::default()
@@ -76,7 +101,7 @@ fn qwen05b_2k_prompt_with_each_cache_type_agrees_with_f32() {
     let reference = teacher_forced(&e, tokens, KvType::F32);
     assert_eq!(reference.len(), N);
     let mut results = Vec::new();
-    for (ty, _, _) in BOUNDS {
+    for (ty, _, _) in bounds {
         let got = teacher_forced(&e, tokens, ty);
         let same = got
             .iter()
@@ -121,7 +146,7 @@ fn qwen05b_2k_prompt_with_each_cache_type_agrees_with_f32() {
         );
         results.push((ty, decisive.len(), rate, mean_kl));
     }
-    for ((ty, decisive, rate, mean_kl), (_, min_rate, max_kl)) in results.into_iter().zip(BOUNDS) {
+    for ((ty, decisive, rate, mean_kl), (_, min_rate, max_kl)) in results.into_iter().zip(bounds) {
         assert!(decisive > N / 4, "too few decisive positions");
         assert!(rate >= min_rate, "{ty}: top-1 agreement {rate}");
         assert!(mean_kl < max_kl, "{ty}: mean KL {mean_kl}");
