@@ -209,11 +209,9 @@ fn wide_tile<const T: usize, const V: usize>(
     let (ys, dys, sums) = token_rows::<T>(acts, b0, m);
     let shift = _mm_cvtsi32_si128(shift);
     let mut acc = [[_mm512_setzero_ps(); V]; T];
-    for (t, acc) in acc.iter_mut().enumerate().filter(|_| b0 > 0) {
-        for (v, acc) in acc.iter_mut().enumerate() {
-            let (lo, hi) = (&out[2 * v * n + t0 + t], &out[(2 * v + 1) * n + t0 + t]);
-            // SAFETY: `lo` and `hi` are 8 floats each.
-            *acc = unsafe { join_ps(_mm256_loadu_ps(lo.as_ptr()), _mm256_loadu_ps(hi.as_ptr())) };
+    if b0 > 0 {
+        for (t, acc) in acc.iter_mut().enumerate() {
+            *acc = load_sums(out, n, t0 + t);
         }
     }
     for (i, blk) in dec.iter().enumerate() {
@@ -252,17 +250,43 @@ fn wide_tile<const T: usize, const V: usize>(
         }
     }
     for (t, acc) in acc.into_iter().enumerate() {
-        for (v, acc) in acc.into_iter().enumerate() {
-            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-            let (lo_out, hi_out) = out.split_at_mut((2 * v + 1) * n);
-            // SAFETY: each is 8 floats.
-            unsafe {
-                _mm256_storeu_ps(
-                    lo_out[2 * v * n + t0 + t].as_mut_ptr(),
-                    _mm512_castps512_ps256(acc),
-                );
-                _mm256_storeu_ps(hi_out[t0 + t].as_mut_ptr(), hi);
-            }
+        store_sums(acc, out, n, t0 + t);
+    }
+}
+
+/// Token `t`'s float sums of `2V` groups held group after group in `out` (`n` tokens each),
+/// as `V` vectors: vector `v` holds group `2v` in lanes 0-7 and group `2v + 1` in 8-15.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(super) fn load_sums<const V: usize>(out: &[[f32; ROWS]], n: usize, t: usize) -> [__m512; V] {
+    let mut acc = [_mm512_setzero_ps(); V];
+    for (v, acc) in acc.iter_mut().enumerate() {
+        let (lo, hi) = (&out[2 * v * n + t], &out[(2 * v + 1) * n + t]);
+        // SAFETY: `lo` and `hi` are 8 floats each.
+        *acc = unsafe { join_ps(_mm256_loadu_ps(lo.as_ptr()), _mm256_loadu_ps(hi.as_ptr())) };
+    }
+    acc
+}
+
+/// Stores `acc` (as [`load_sums`] reads it) as token `t`'s float sums of the `2V` groups.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(super) fn store_sums<const V: usize>(
+    acc: [__m512; V],
+    out: &mut [[f32; ROWS]],
+    n: usize,
+    t: usize,
+) {
+    for (v, acc) in acc.into_iter().enumerate() {
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+        let (lo_out, hi_out) = out.split_at_mut((2 * v + 1) * n);
+        // SAFETY: each is 8 floats.
+        unsafe {
+            _mm256_storeu_ps(
+                lo_out[2 * v * n + t].as_mut_ptr(),
+                _mm512_castps512_ps256(acc),
+            );
+            _mm256_storeu_ps(hi_out[t].as_mut_ptr(), hi);
         }
     }
 }

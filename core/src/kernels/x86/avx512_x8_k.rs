@@ -18,7 +18,7 @@ use core::arch::x86_64::*;
 
 use super::avx2::ld256;
 use super::avx2_x8::scales8;
-use super::avx512_x8::{join, join_ps};
+use super::avx512_x8::{join, join_ps, load_sums, store_sums};
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
@@ -309,11 +309,9 @@ fn tile<F: Format, const T: usize, const V: usize>(
         *y = &q8_k::blocks(acts.bytes(t))[s0..s0 + m];
     }
     let mut acc = [[_mm512_setzero_ps(); V]; T];
-    for (t, acc) in acc.iter_mut().enumerate().filter(|_| s0 > 0) {
-        for (v, acc) in acc.iter_mut().enumerate() {
-            let (lo, hi) = (&out[2 * v * n + t0 + t], &out[(2 * v + 1) * n + t0 + t]);
-            // SAFETY: `lo` and `hi` are 8 floats each.
-            *acc = unsafe { join_ps(_mm256_loadu_ps(lo.as_ptr()), _mm256_loadu_ps(hi.as_ptr())) };
+    if s0 > 0 {
+        for (t, acc) in acc.iter_mut().enumerate() {
+            *acc = load_sums(out, n, t0 + t);
         }
     }
     for (i, blk) in dec.iter().enumerate() {
@@ -357,18 +355,7 @@ fn tile<F: Format, const T: usize, const V: usize>(
         }
     }
     for (t, acc) in acc.into_iter().enumerate() {
-        for (v, acc) in acc.into_iter().enumerate() {
-            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-            let (lo_out, hi_out) = out.split_at_mut((2 * v + 1) * n);
-            // SAFETY: each is 8 floats.
-            unsafe {
-                _mm256_storeu_ps(
-                    lo_out[2 * v * n + t0 + t].as_mut_ptr(),
-                    _mm512_castps512_ps256(acc),
-                );
-                _mm256_storeu_ps(hi_out[t0 + t].as_mut_ptr(), hi);
-            }
-        }
+        store_sums(acc, out, n, t0 + t);
     }
 }
 
