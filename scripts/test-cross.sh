@@ -69,7 +69,7 @@ run_parity() {
         echo "test-cross: $label: interleaved_parity_$isa was SKIPPED" >&2
         failures=$((failures + 1))
     elif [ "$x8" = x8 ] &&
-        ! grep -q "^test kernels::tests::interleaved_parity_$isa \.\.\. ok$" "$log"; then
+        ! grep -q "^test kernels::tests::interleaved::interleaved_parity_$isa \.\.\. ok$" "$log"; then
         echo "test-cross: $label: interleaved_parity_$isa did not run" >&2
         failures=$((failures + 1))
     else
