@@ -95,21 +95,54 @@ fn vnni_tile<const T: usize>(
     }
 }
 
+/// Runs `$body` with the constant `$t` set to the token count `$n` (1 ..= 8; more as 8, 0
+/// not at all), so a tile's count reaches its kernel as a const generic.
+macro_rules! by_tile_count {
+    ($n:expr, $t:ident => $body:expr) => {
+        match $n {
+            0 => {}
+            1 => {
+                const $t: usize = 1;
+                $body
+            }
+            2 => {
+                const $t: usize = 2;
+                $body
+            }
+            3 => {
+                const $t: usize = 3;
+                $body
+            }
+            4 => {
+                const $t: usize = 4;
+                $body
+            }
+            5 => {
+                const $t: usize = 5;
+                $body
+            }
+            6 => {
+                const $t: usize = 6;
+                $body
+            }
+            7 => {
+                const $t: usize = 7;
+                $body
+            }
+            _ => {
+                const $t: usize = 8;
+                $body
+            }
+        }
+    };
+}
+pub(super) use by_tile_count;
+
 /// Calls `vnni_tile::<T>` with `T` the tile's token count (1 ..= [`TILE`]).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 fn tile_any(dec: &[Decoded], b0: usize, acts: BatchRows<'_>, shift: i32, o: &mut [[f32; ROWS]]) {
-    match acts.len() {
-        0 => {}
-        1 => vnni_tile::<1>(dec, b0, acts, shift, o),
-        2 => vnni_tile::<2>(dec, b0, acts, shift, o),
-        3 => vnni_tile::<3>(dec, b0, acts, shift, o),
-        4 => vnni_tile::<4>(dec, b0, acts, shift, o),
-        5 => vnni_tile::<5>(dec, b0, acts, shift, o),
-        6 => vnni_tile::<6>(dec, b0, acts, shift, o),
-        7 => vnni_tile::<7>(dec, b0, acts, shift, o),
-        _ => vnni_tile::<8>(dec, b0, acts, shift, o),
-    }
+    by_tile_count!(acts.len(), T => vnni_tile::<T>(dec, b0, acts, shift, o))
 }
 
 /// # Safety
@@ -306,16 +339,7 @@ fn wide_tiles<const V: usize, const TILE: usize>(
     for t0 in (0..n).step_by(TILE) {
         let t1 = (t0 + TILE).min(n);
         let (a, at) = (acts.slice(t0, t1), (n, t0));
-        match t1 - t0 {
-            1 => wide_tile::<1, V>(dec, b0, a, shift, out, at),
-            2 => wide_tile::<2, V>(dec, b0, a, shift, out, at),
-            3 => wide_tile::<3, V>(dec, b0, a, shift, out, at),
-            4 => wide_tile::<4, V>(dec, b0, a, shift, out, at),
-            5 => wide_tile::<5, V>(dec, b0, a, shift, out, at),
-            6 => wide_tile::<6, V>(dec, b0, a, shift, out, at),
-            7 => wide_tile::<7, V>(dec, b0, a, shift, out, at),
-            _ => wide_tile::<8, V>(dec, b0, a, shift, out, at),
-        }
+        by_tile_count!(t1 - t0, T => wide_tile::<T, V>(dec, b0, a, shift, out, at));
     }
 }
 

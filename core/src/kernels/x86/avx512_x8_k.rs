@@ -18,7 +18,7 @@ use core::arch::x86_64::*;
 
 use super::avx2::ld256;
 use super::avx2_x8::scales8;
-use super::avx512_x8::{join, join_ps, load_sums, store_sums};
+use super::avx512_x8::{by_tile_count, join, join_ps, load_sums, store_sums};
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
@@ -373,16 +373,7 @@ fn tiles<F: Format, const V: usize, const TILE: usize>(
     for t0 in (0..n).step_by(TILE) {
         let t1 = (t0 + TILE).min(n);
         let (a, at) = (acts.slice(t0, t1), (n, t0));
-        match t1 - t0 {
-            1 => tile::<F, 1, V>(dec, s0, a, out, at),
-            2 => tile::<F, 2, V>(dec, s0, a, out, at),
-            3 => tile::<F, 3, V>(dec, s0, a, out, at),
-            4 => tile::<F, 4, V>(dec, s0, a, out, at),
-            5 => tile::<F, 5, V>(dec, s0, a, out, at),
-            6 => tile::<F, 6, V>(dec, s0, a, out, at),
-            7 => tile::<F, 7, V>(dec, s0, a, out, at),
-            _ => tile::<F, 8, V>(dec, s0, a, out, at),
-        }
+        by_tile_count!(t1 - t0, T => tile::<F, T, V>(dec, s0, a, out, at));
     }
 }
 
