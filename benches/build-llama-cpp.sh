@@ -7,25 +7,95 @@
 #   benches/build-llama-cpp.sh avx2    # a second build limited to AVX2 (no AVX-512, no
 #                                      # AVX-VNNI): the baseline for `compare.py --isa avx2`,
 #                                      # which stands in for an AVX2-only CPU such as Zen 3
+#   benches/build-llama-cpp.sh amx-probe  # only say whether this process may use AMX
+#
+# AMX: a VM can show amx_tile/amx_int8 in /proc/cpuinfo while its kernel does not let a
+# process use the tile registers (XCR0 without bits 17/18, or arch_prctl(ARCH_REQ_XCOMP_PERM,
+# XFEATURE_XTILEDATA) refused); llama.cpp's -march=native build then dies with SIGILL in
+# prompt processing. In that case the native build is made with -mno-amx-* on top of
+# -march=native. The cmake options a build was configured with are kept in its
+# superinfer-config stamp: a cached build whose options differ (or that has no stamp) is
+# reconfigured and rebuilt.
 set -euo pipefail
 VARIANT="${1:-native}"
 
 VERSION=0.3.36
 CACHE="${SUPERINFER_CACHE:-$HOME/.cache/superinfer}/llama.cpp"
 SRC="$CACHE/llama_cpp_python-$VERSION/vendor/llama.cpp"
+
+# Prints what it found on stdout; exit status 0 when AMX is usable by this process.
+amx_probe() {
+  local dir rc=0
+  dir=$(mktemp -d)
+  cat >"$dir/amx-probe.c" <<'C'
+#include <cpuid.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) {
+        printf("no OSXSAVE, XCR0 unreadable");
+        return 1;
+    }
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    int cfg = (lo >> 17) & 1, data = (lo >> 18) & 1;
+    long r = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */);
+    int err = errno;
+    printf("XCR0=0x%x: XTILECFG (bit 17) %s, XTILEDATA (bit 18) %s; "
+           "arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) ",
+           lo, cfg ? "on" : "off", data ? "on" : "off");
+    if (r == 0) printf("granted");
+    else printf("refused: %s", strerror(err));
+    return cfg && data && r == 0 ? 0 : 1;
+}
+C
+  if gcc -O1 "$dir/amx-probe.c" -o "$dir/amx-probe" 2>"$dir/cc.log"; then
+    "$dir/amx-probe" || rc=$?
+  else
+    printf 'the probe did not compile: %s' "$(tr '\n' ' ' <"$dir/cc.log")"; rc=2
+  fi
+  rm -rf "$dir"
+  return "$rc"
+}
+
+amx_flagged() { grep -qE '^flags.*\bamx_(tile|int8)\b' /proc/cpuinfo 2>/dev/null; }
+
+EXTRA_FLAGS=""
 case "$VARIANT" in
-  native) BUILD="$SRC/build"; ISA_FLAGS=(-DGGML_NATIVE=ON) ;;
+  amx-probe)
+    amx_flagged && echo "cpuinfo: AMX flagged" >&2 || echo "cpuinfo: AMX not flagged" >&2
+    rc=0; amx_probe || rc=$?; echo; exit "$rc" ;;
+  native) BUILD="$SRC/build"; ISA_FLAGS=(-DGGML_NATIVE=ON)
+    if amx_flagged; then
+      rc=0; why=$(amx_probe) || rc=$?
+      if [ "$rc" != 0 ]; then
+        echo "AMX is flagged by the CPU but not usable here ($why); building llama.cpp without AMX" >&2
+        EXTRA_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+      fi
+    fi ;;
   avx2) BUILD="$SRC/build-avx2"
     ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
       -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF
       -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF) ;;
-  *) echo "usage: $0 [native|avx2]" >&2; exit 2 ;;
+  *) echo "usage: $0 [native|avx2|amx-probe]" >&2; exit 2 ;;
 esac
 BIN="$BUILD/bin"
-TOOLS=(llama-bench llama-perplexity llama-quantize llama-tokenize)
+TOOLS=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize)
+# C/CXX flags are always passed (empty or not) so a reconfigure drops earlier ones
+CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release "${ISA_FLAGS[@]}"
+  "-DCMAKE_C_FLAGS=$EXTRA_FLAGS" "-DCMAKE_CXX_FLAGS=$EXTRA_FLAGS"
+  -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+  -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON)
+STAMP="$BUILD/superinfer-config"
+CONFIG="${CMAKE_ARGS[*]}"
 
 have_all() { for t in "${TOOLS[@]}"; do [ -x "$BIN/$t" ] || return 1; done; }
-if have_all; then echo "$BIN"; exit 0; fi
+if have_all && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$CONFIG" ]; then echo "$BIN"; exit 0; fi
 
 need_pkgs=()
 command -v cmake >/dev/null || need_pkgs+=(cmake)
@@ -45,9 +115,14 @@ if [ ! -d "$SRC" ]; then
   tar -xzf "$CACHE/llama_cpp_python-$VERSION.tar.gz" -C "$CACHE"
 fi
 
-cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  "${ISA_FLAGS[@]}" -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-  -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON >&2
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" != "$CONFIG" ]; then
+  echo "llama.cpp build in $BUILD was configured differently; reconfiguring and rebuilding" >&2
+fi
+rm -f "$STAMP"
+cmake -S "$SRC" -B "$BUILD" "${CMAKE_ARGS[@]}" >&2
+# a changed configuration (e.g. the -mno-amx-* flags) rebuilds everything; an unchanged
+# one only builds what is missing
 cmake --build "$BUILD" --target "${TOOLS[@]}" -j "$(nproc)" >&2
 have_all || { echo "error: llama.cpp build did not produce ${TOOLS[*]}" >&2; exit 1; }
+printf '%s' "$CONFIG" >"$STAMP"
 echo "$BIN"
