@@ -77,6 +77,7 @@ fn attention_bench(c: &mut Criterion) {
                                 scale: 1.0 / (d as f32).sqrt(),
                                 softcap: None,
                                 n_rows: rows,
+                                blocks: None,
                             };
                             (kern.flash())(kern.f16_ops(), &tile, &mut s);
                         }

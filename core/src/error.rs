@@ -66,6 +66,12 @@ pub enum Error {
         needed: usize,
         capacity: usize,
     },
+    /// The paged KV cache has too few blocks left for a sequence's next positions.
+    KvPoolFull {
+        /// Blocks of [`BLOCK`](crate::ops::attention::BLOCK) positions needed.
+        needed: usize,
+        available: usize,
+    },
     InvalidArgument(String),
 }
 
@@ -118,6 +124,12 @@ impl fmt::Display for Error {
             ContextOverflow { needed, capacity } => write!(
                 f,
                 "{needed} tokens do not fit in the context of {capacity} tokens (raise -c or shorten the prompt)"
+            ),
+            KvPoolFull { needed, available } => write!(
+                f,
+                "the KV cache is full: {needed} more blocks of {} positions needed, {available} \
+                 available (raise --kv-size or -c, or lower -np)",
+                crate::ops::attention::BLOCK
             ),
             InvalidArgument(m) => write!(f, "invalid argument: {m}"),
         }

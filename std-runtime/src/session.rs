@@ -1,9 +1,12 @@
-//! `Session`: one conversation's KV cache and token history over a shared `Engine`.
+//! `Session`: one conversation over a shared `Engine`: a KV pool of its context's size
+//! holding one sequence, and the working memory of its steps.
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use superinfer_core::model::{forward, forward_batch, Batch, Logits, State};
+use superinfer_core::model::{
+    forward, KvPool, Logits, PoolOptions, PoolStats, Scratch, SeqId, Step,
+};
 use superinfer_core::ops::attention::KvType;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::StreamDecoder;
@@ -66,10 +69,12 @@ pub struct TokenEvent<'a> {
 
 pub struct Session<'e> {
     engine: &'e Engine,
-    state: State,
-    tokens: Vec<u32>,
-    /// Prompt-processing activations, allocated on the first prompt.
-    batch: Option<Batch>,
+    pool: KvPool,
+    seq: SeqId,
+    scratch: Scratch,
+    step: Step,
+    /// Logits after the last evaluated token.
+    logits: Vec<f32>,
 }
 
 impl<'e> Session<'e> {
@@ -86,77 +91,72 @@ impl<'e> Session<'e> {
                 c.n_ctx_train
             )));
         }
-        let state = State::new(
+        let mut pool = KvPool::new(
             engine.weights(),
-            n_ctx,
-            opts.cache_type_k,
-            opts.cache_type_v,
+            &PoolOptions {
+                n_ctx,
+                n_positions: n_ctx,
+                k_type: opts.cache_type_k,
+                v_type: opts.cache_type_v,
+            },
         )
         .map_err(Error::Core)?;
+        let seq = pool.add_seq();
         Ok(Session {
             engine,
-            state,
-            tokens: Vec::new(),
-            batch: None,
+            pool,
+            seq,
+            scratch: Scratch::new(UBATCH.min(n_ctx)),
+            step: Step::new(),
+            logits: vec![0.0; c.n_vocab],
         })
     }
 
     pub fn n_ctx(&self) -> usize {
-        self.state.n_ctx()
+        self.pool.n_ctx()
     }
 
     /// Bytes held by this session's KV cache.
     pub fn kv_cache_bytes(&self) -> usize {
-        self.state.kv.bytes()
+        self.pool.bytes()
+    }
+
+    /// Block counts of this session's KV cache.
+    pub fn kv_stats(&self) -> PoolStats {
+        self.pool.stats()
     }
 
     /// Tokens evaluated so far.
     pub fn tokens(&self) -> &[u32] {
-        &self.tokens
+        self.pool.seq_tokens(self.seq).unwrap_or(&[])
     }
 
-    /// Forgets the conversation (the cache is simply overwritten).
+    /// Forgets the conversation (full blocks stay cached: a prompt that starts the same way
+    /// takes them back instead of recomputing them).
     pub fn reset(&mut self) {
-        self.tokens.clear();
+        self.truncate(0);
     }
 
     /// Forgets every token after the first `n` (the cache keeps positions `..n`, so the
     /// conversation continues from there: a rollback without recomputing the prefix).
     pub fn truncate(&mut self, n: usize) {
-        self.tokens.truncate(n);
+        // the session's own sequence always exists
+        let _ = self.pool.truncate(self.seq, n);
     }
 
     /// Logits after the last evaluated token.
     pub fn logits(&self) -> &[f32] {
-        &self.state.logits
+        &self.logits
     }
 
     fn check_room(&self, n: usize) -> Result<(), Error> {
-        let needed = self.tokens.len() + n;
+        let needed = self.tokens().len() + n;
         if needed > self.n_ctx() {
             return Err(Error::Core(superinfer_core::Error::ContextOverflow {
                 needed,
                 capacity: self.n_ctx(),
             }));
         }
-        Ok(())
-    }
-
-    /// Evaluates one token on its own (decoding).
-    fn step(&mut self, token: u32, want_logits: bool) -> Result<(), Error> {
-        let e = self.engine;
-        let pos = self.tokens.len();
-        forward(
-            e.weights(),
-            &mut self.state,
-            e.kernels(),
-            e.parallel(),
-            token,
-            pos,
-            want_logits,
-        )
-        .map_err(Error::Core)?;
-        self.tokens.push(token);
         Ok(())
     }
 
@@ -184,7 +184,7 @@ impl<'e> Session<'e> {
     }
 
     /// `from`: call `f` for the tokens from this index on (`None`: only the last token's
-    /// logits, kept in the state).
+    /// logits, kept for [`Self::logits`]).
     fn feed_inner(
         &mut self,
         tokens: &[u32],
@@ -193,40 +193,43 @@ impl<'e> Session<'e> {
         mut f: impl FnMut(usize, &[f32]),
     ) -> Result<(), Error> {
         self.check_room(tokens.len())?;
-        if let [t] = tokens {
-            // decoding: the single-token pass (fused q/k/v and gate/up dispatches)
-            self.step(*t, true)?;
-            if from == Some(0) {
-                f(0, &self.state.logits);
-            }
-            return Ok(());
-        }
         let e = self.engine;
-        let cap = UBATCH.min(self.n_ctx());
-        let batch = self
-            .batch
-            .get_or_insert_with(|| Batch::new(e.config(), cap));
         let mut done = 0;
-        for chunk in tokens.chunks(n_batch.min(batch.capacity())) {
+        if from.is_none() && self.tokens().is_empty() {
+            // a prompt that starts like an earlier one takes its cached blocks
+            done = self
+                .pool
+                .reuse_prefix(self.seq, tokens)
+                .map_err(Error::Core)?;
+        }
+        let n_batch = n_batch.min(self.scratch.capacity());
+        while done < tokens.len() {
+            let chunk = &tokens[done..(done + n_batch).min(tokens.len())];
             let which = match from {
                 Some(first) => Logits::From(first.saturating_sub(done)),
                 None if done + chunk.len() == tokens.len() => Logits::Last,
                 None => Logits::None,
             };
-            let pos0 = self.tokens.len();
-            forward_batch(
+            let pos0 = self.tokens().len();
+            self.step.clear();
+            self.step.add(self.seq, pos0, chunk, which);
+            let last = chunk.len() - 1;
+            let keep = &mut self.logits;
+            forward(
                 e.weights(),
-                &mut self.state,
-                batch,
+                &mut self.pool,
+                &mut self.scratch,
                 e.kernels(),
                 e.parallel(),
-                chunk,
-                pos0,
-                which,
-                |i, logits| f(done + i, logits),
+                &self.step,
+                |i, logits| {
+                    if i == last {
+                        keep.copy_from_slice(logits);
+                    }
+                    f(done + i, logits)
+                },
             )
             .map_err(Error::Core)?;
-            self.tokens.extend_from_slice(chunk);
             done += chunk.len();
         }
         Ok(())
@@ -241,7 +244,7 @@ impl<'e> Session<'e> {
         sampler: &mut Sampler,
         mut on_token: impl FnMut(TokenEvent<'_>) -> ControlFlow<()>,
     ) -> Result<GenerateStats, Error> {
-        if prompt.is_empty() && self.tokens.is_empty() {
+        if prompt.is_empty() && self.tokens().is_empty() {
             return Err(Error::Usage(
                 "the prompt is empty (no tokens to start from)".into(),
             ));
@@ -258,7 +261,8 @@ impl<'e> Session<'e> {
             if generated >= max_tokens {
                 break StopReason::Length;
             }
-            let id = sampler.sample(&mut self.state.logits, &self.tokens);
+            let history = self.pool.seq_tokens(self.seq).unwrap_or(&[]);
+            let id = sampler.sample(&mut self.logits, history);
             generated += 1;
             if tok.is_eog(id) {
                 break StopReason::EndOfGeneration;
@@ -267,10 +271,10 @@ impl<'e> Session<'e> {
             if on_token(TokenEvent { id, text: &text }).is_break() {
                 break StopReason::Cancelled;
             }
-            if self.tokens.len() >= self.n_ctx() {
+            if self.tokens().len() >= self.n_ctx() {
                 break StopReason::ContextFull;
             }
-            self.step(id, true)?;
+            self.feed(&[id])?;
         };
         let rest = decoder.flush();
         if !rest.is_empty() {

@@ -1,20 +1,22 @@
-//! Models: a configuration read from GGUF metadata, borrowed weights, per-session state and
-//! one forward pass for the whole llama family.
+//! Models: a configuration read from GGUF metadata, borrowed weights, the paged KV cache
+//! shared by all sequences ([`KvPool`]), the working memory of a pass ([`Scratch`]) and one
+//! forward pass for the whole llama family over a [`Step`] of mixed prompt chunks and decode
+//! tokens ([`forward`]).
 
 mod arch;
 mod attend;
-mod batch;
 mod config;
-mod kv_cache;
-mod kv_centre;
-mod state;
-mod transformer;
+mod forward;
+pub mod kv_pool;
+mod scratch;
+mod step;
+mod token;
 mod weights;
 
 pub use arch::{Activation, Arch};
-pub use batch::{forward_batch, Batch, Logits};
 pub use config::Config;
-pub use kv_cache::KvCache;
-pub use state::State;
-pub use transformer::forward;
+pub use forward::forward;
+pub use kv_pool::{KvPool, PoolOptions, PoolStats, SeqId};
+pub use scratch::Scratch;
+pub use step::{Entry, Logits, Span, Step};
 pub use weights::{Layer, Weights};

@@ -20,7 +20,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::weights::Weights;
+use crate::model::weights::Weights;
 use crate::ops::attention::{rotation, KvType};
 use crate::ops::rope;
 

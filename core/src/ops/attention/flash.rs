@@ -31,7 +31,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use super::kv::{HeadRows, KvView};
+use super::kv::{HeadRows, KvView, BLOCK};
 use super::AttnShape;
 use crate::kernels::F16Ops;
 use crate::ops::exp::exp_poly;
@@ -44,6 +44,7 @@ pub const KEYS: usize = 16;
 /// multiply-adds, few enough for 16 vector registers.
 const PASS: usize = 8;
 const _: () = assert!(KEYS.is_multiple_of(PASS), "a block is whole passes");
+const _: () = assert!(KEYS == BLOCK, "a key block is one block of a paged cache");
 
 /// Query rows a tile aims for: with 64-wide heads, the transposed queries and output of 64
 /// rows (16 KiB each) and one block of keys and values (8 KiB) stay in L1 or close to it.
@@ -67,6 +68,9 @@ pub struct Tile<'a> {
     pub scale: f32,
     pub softcap: Option<f32>,
     pub n_rows: usize,
+    /// Where the positions are stored in a paged cache: the physical block of each block of
+    /// [`BLOCK`] positions (`None`: position `t` is row `t`).
+    pub blocks: Option<&'a [u32]>,
 }
 
 /// A flash kernel for one ISA: reads [`FlashScratch::query`] rows and windows, writes
@@ -419,19 +423,24 @@ pub fn tile_body<S: Simd, const DK: usize, const DV: usize>(
     let hi = windows.iter().map(|w| w.end).max().unwrap_or(0);
     for kb in (lo..hi).step_by(KEYS) {
         let nk = KEYS.min(hi - kb);
+        // the block's first stored row (a key block is one block of a paged cache)
+        let row0 = match t.blocks {
+            Some(b) => b[kb / BLOCK] as usize * BLOCK,
+            None => kb,
+        };
         for j in 0..nk {
             load_row(
                 ops,
                 t.keys,
                 t.k_head,
-                kb + j,
+                row0 + j,
                 &mut s.kb[j * dk..(j + 1) * dk],
             );
             load_row(
                 ops,
                 t.values,
                 t.v_head,
-                kb + j,
+                row0 + j,
                 &mut s.vb[j * dv..(j + 1) * dv],
             );
         }

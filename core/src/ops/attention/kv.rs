@@ -9,6 +9,10 @@ use half::f16;
 use crate::error::{Error, Result};
 use crate::quant::legacy::{BlockQ8_0, QK};
 
+/// Positions per block of a paged cache (`model::KvPool`): one block of the flash kernel's
+/// keys, so a key block never straddles two cache blocks.
+pub const BLOCK: usize = 16;
+
 /// How the cache stores keys or values (llama.cpp's `--cache-type-k` / `--cache-type-v`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KvType {

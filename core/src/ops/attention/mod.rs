@@ -7,7 +7,7 @@ pub mod flash;
 mod kv;
 pub mod rotation;
 
-pub use kv::{HeadRows, KvType, KvView};
+pub use kv::{HeadRows, KvType, KvView, BLOCK};
 
 /// Shapes of one attention layer.
 #[derive(Debug, Clone, Copy)]

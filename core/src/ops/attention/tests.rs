@@ -193,6 +193,7 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                                 scale,
                                 softcap: cap,
                                 n_rows: rows.len(),
+                                blocks: None,
                             };
                             (kern.flash())(kern.f16_ops(), &tile, &mut s);
                             for (r, &(t, h)) in rows.iter().enumerate() {

@@ -1,0 +1,475 @@
+//! The one forward pass of the llama family, over a [`Step`]: any mix of prompt chunks and
+//! decode tokens of any sequences of a [`KvPool`]. Every architecture difference is a switch
+//! in [`Config`](super::Config) or the presence of an optional tensor:
+//!
+//! ```text
+//! x = embed(token) * embed_scale                                  (every token of the step)
+//! for each layer:
+//!     h = rmsnorm(x) ; q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv)  (one product per matrix)
+//!     q,k = per-head rmsnorm (qk-norm) ; rope(q, k) ; k,v -> the sequence's cache blocks
+//!     a = attention(q, its sequence's cache[window]) ; a = Wo a ; a = rmsnorm(a) (post-norm)
+//!     x = x + a
+//!     h = rmsnorm(x) ; f = down(act(gate h) * up h) ; f = rmsnorm(f) (post-norm)
+//!     x = x + f
+//! logits = output(rmsnorm(x)) (softcapped), for the tokens that want them
+//! ```
+//!
+//! Every matrix product runs over all the step's tokens at once (`ops::matmul::matmul`: a
+//! worker takes a range of weight rows and runs every token over it, so the weights stream
+//! from memory once per step, not once per token or sequence), and attention runs every
+//! sequence's tiles in one dispatch (`attend`). A step of one token takes the matrix × vector
+//! kernels instead (`matvec_many`: q/k/v and gate/up in one dispatch each); they give the
+//! same bits. Per token the arithmetic never depends on the other tokens of the step (the
+//! kernels quantize and accumulate each token's row on its own, in the same order), so a
+//! sequence's logits are bit-identical whatever shares its step and however its prompt was
+//! cut into steps (**batch invariance**, asserted in `tests/tests/batch_invariance.rs`).
+//! Steps longer than the scratch's capacity (llama.cpp's n_ubatch) run in passes.
+
+use alloc::vec::Vec;
+
+use super::arch::Activation;
+use super::attend::{attend, Run};
+use super::kv_pool::{KvPool, SeqId};
+use super::scratch::{Scratch, LOGIT_ROWS, ROW_CHUNK};
+use super::step::Step;
+use super::token::{add_bias, ready_token};
+use super::weights::{Layer, Weights};
+use crate::error::{Error, Result};
+use crate::kernels::Kernels;
+use crate::ops::matmul::{
+    glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many, BatchAct, QMatrix,
+};
+use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
+use crate::parallel::{for_each_range, DisjointSlice, Parallel};
+
+/// Attention work (Σ tokens × positions seen) from which a step's attention tiles are spread
+/// over the threads (below it the whole attention costs less than waking the workers).
+const PARALLEL_ATTN_MIN: usize = 128;
+
+/// A span's share of one pass: `n` tokens from pass row `first`, at positions `pos0..`.
+#[derive(Clone, Copy)]
+struct PassRun {
+    seq: SeqId,
+    first: usize,
+    n: usize,
+    pos0: usize,
+}
+
+/// Runs `step` over the sequences of `pool` and calls `on_logits(i, logits)` for every entry
+/// `i` that wants logits, in entry order. Each span must start at its sequence's next
+/// position. The step's blocks are reserved first: when the pool or a sequence's context has
+/// no room, nothing runs and the error says which (`KvPoolFull`, `ContextOverflow`).
+#[allow(clippy::too_many_arguments)]
+pub fn forward(
+    w: &Weights<'_>,
+    pool: &mut KvPool,
+    s: &mut Scratch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    step: &Step,
+    mut on_logits: impl FnMut(usize, &mut [f32]),
+) -> Result<()> {
+    let c = &w.config;
+    if let Some(&t) = step.tokens().iter().find(|&&t| t as usize >= c.n_vocab) {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "token id {t} is outside the vocabulary ({})",
+            c.n_vocab
+        )));
+    }
+    // each span continues its sequence: (sequence, next position, tokens of this step)
+    let mut seqs: Vec<(SeqId, usize, usize)> = Vec::new();
+    for sp in step.spans() {
+        let i = match seqs.iter().position(|&(q, ..)| q == sp.seq) {
+            Some(i) => i,
+            None => {
+                seqs.push((sp.seq, pool.seq_len(sp.seq)?, 0));
+                seqs.len() - 1
+            }
+        };
+        let (_, next, added) = &mut seqs[i];
+        if sp.pos0 != *next {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "sequence {} continues at position {}, not {}",
+                sp.seq.index(),
+                next,
+                sp.pos0
+            )));
+        }
+        *next += sp.n;
+        *added += sp.n;
+    }
+    for &(seq, _, added) in &seqs {
+        pool.reserve(seq, added)?;
+    }
+
+    // passes of at most the scratch's capacity, spans cut where a pass ends
+    let cap = s.capacity();
+    let mut runs: Vec<PassRun> = Vec::new();
+    let mut pass_start = 0;
+    for sp in step.spans() {
+        let mut done = 0;
+        while done < sp.n {
+            let at = sp.first + done - pass_start;
+            if at == cap {
+                run_pass(w, pool, s, k, par, step, pass_start, &runs, &mut on_logits)?;
+                pass_start += cap;
+                runs.clear();
+                continue;
+            }
+            let n = (sp.n - done).min(cap - at);
+            runs.push(PassRun {
+                seq: sp.seq,
+                first: at,
+                n,
+                pos0: sp.pos0 + done,
+            });
+            done += n;
+        }
+    }
+    if !runs.is_empty() {
+        run_pass(w, pool, s, k, par, step, pass_start, &runs, &mut on_logits)?;
+    }
+    Ok(())
+}
+
+/// One pass: entries `first..first + n` of `step` (`runs` in pass rows), then each run's
+/// tokens committed to its sequence.
+#[allow(clippy::too_many_arguments)]
+fn run_pass(
+    w: &Weights<'_>,
+    pool: &mut KvPool,
+    s: &mut Scratch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    step: &Step,
+    first: usize,
+    runs: &[PassRun],
+    on_logits: &mut impl FnMut(usize, &mut [f32]),
+) -> Result<()> {
+    let c = &w.config;
+    let n = runs.iter().map(|r| r.n).sum::<usize>();
+    let tokens = &step.tokens()[first..first + n];
+    s.begin_pass(c, n);
+    s.positions.clear();
+    for r in runs {
+        s.positions.extend(r.pos0..r.pos0 + r.n);
+    }
+    let d = c.n_embd;
+    for (t, &token) in tokens.iter().enumerate() {
+        let x = &mut s.x[t * d..(t + 1) * d];
+        w.token_embd.dequantize_row(token as usize, x)?;
+        if c.embed_scale != 1.0 {
+            x.iter_mut().for_each(|v| *v *= c.embed_scale);
+        }
+    }
+
+    for (il, l) in w.layers.iter().enumerate() {
+        attention_block(w, pool, s, k, par, il, l, runs, n)?;
+        ffn_block(w, s, k, par, l, n)?;
+    }
+
+    let wanted: Vec<usize> = (0..n).filter(|&t| step.wants(first + t)).collect();
+    let vocab = c.n_vocab;
+    if let [t] = wanted[..] {
+        // one row (a prompt's last token, a decode step): the matrix × vector kernel
+        grow(&mut s.logits, vocab);
+        rmsnorm(
+            &mut s.xb[..d],
+            &s.x[t * d..(t + 1) * d],
+            &w.output_norm,
+            c.rms_eps,
+        );
+        let logits = &mut s.logits[..vocab];
+        matvec_f32(k, par, &w.output, &s.xb[..d], &mut s.act1, logits)?;
+        softcap(c.final_softcap, logits);
+        on_logits(first + t, logits);
+    } else if !wanted.is_empty() {
+        grow(&mut s.logits, LOGIT_ROWS * vocab);
+        for rows in wanted.chunks(LOGIT_ROWS) {
+            for (i, &t) in rows.iter().enumerate() {
+                rmsnorm(
+                    &mut s.xb[i * d..(i + 1) * d],
+                    &s.x[t * d..(t + 1) * d],
+                    &w.output_norm,
+                    c.rms_eps,
+                );
+            }
+            let m = rows.len();
+            project(k, par, &mut s.act, &w.output, &s.xb, m, &mut s.logits)?;
+            for (&t, logits) in rows.iter().zip(s.logits.chunks_exact_mut(vocab)) {
+                softcap(c.final_softcap, logits);
+                on_logits(first + t, logits);
+            }
+        }
+    }
+    for r in runs {
+        pool.commit(r.seq, &tokens[r.first..r.first + r.n])?;
+    }
+    Ok(())
+}
+
+fn grow(v: &mut Vec<f32>, len: usize) {
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+}
+
+/// Gemma 2's final logit soft-capping, `cap · tanh(l / cap)`.
+fn softcap(cap: Option<f32>, logits: &mut [f32]) {
+    if let Some(cap) = cap {
+        logits
+            .iter_mut()
+            .for_each(|l| *l = cap * libm::tanhf(*l / cap));
+    }
+}
+
+/// `out = W · x` for the first `n` rows of `x`.
+fn project(
+    k: &Kernels,
+    par: &dyn Parallel,
+    act: &mut BatchAct,
+    m: &QMatrix<'_>,
+    x: &[f32],
+    n: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    project_many(k, par, act, [m], x, n, [out])
+}
+
+/// `outs[i] = Ws[i] · x` for the first `n` rows of `x`, quantizing `x` once for each run of
+/// matrices that take the same activation type (Q / K / V, gate / up).
+fn project_many<const M: usize>(
+    k: &Kernels,
+    par: &dyn Parallel,
+    act: &mut BatchAct,
+    ms: [&QMatrix<'_>; M],
+    x: &[f32],
+    n: usize,
+    outs: [&mut [f32]; M],
+) -> Result<()> {
+    let mut quantized = None;
+    for (m, out) in ms.into_iter().zip(outs) {
+        let ty = m.act_type();
+        if quantized != Some((ty, m.cols)) {
+            act.quantize(k, par, ty, &x[..n * m.cols], n)?;
+            quantized = Some((ty, m.cols));
+        }
+        matmul(k, par, m, act, n, &mut out[..n * m.rows])?;
+    }
+    Ok(())
+}
+
+/// `rmsnorm` of each of the first `n` rows, spread over the workers.
+#[allow(clippy::too_many_arguments)]
+fn norm_rows(
+    par: &dyn Parallel,
+    out: &mut [f32],
+    x: &[f32],
+    weight: &[f32],
+    eps: f32,
+    dim: usize,
+    n: usize,
+) {
+    let out = DisjointSlice::new(out);
+    for_each_range(par, n, ROW_CHUNK, &|start, end| {
+        for t in start..end {
+            // SAFETY: row t belongs to this range only.
+            let o = unsafe { out.piece(t * dim, dim) };
+            rmsnorm(o, &x[t * dim..(t + 1) * dim], weight, eps);
+        }
+    });
+}
+
+/// `x += f(y)` row by row: the optional output norm, then the residual add; the rows
+/// spread over the workers.
+#[allow(clippy::too_many_arguments)]
+fn residual(
+    par: &dyn Parallel,
+    x: &mut [f32],
+    y: &mut [f32],
+    norm: Option<&[f32]>,
+    eps: f32,
+    dim: usize,
+    n: usize,
+) {
+    let (xs, ys) = (DisjointSlice::new(x), DisjointSlice::new(y));
+    for_each_range(par, n, ROW_CHUNK, &|start, end| {
+        for t in start..end {
+            // SAFETY: row t of both belongs to this range only.
+            let (x, y) = unsafe { (xs.piece(t * dim, dim), ys.piece(t * dim, dim)) };
+            if let Some(w) = norm {
+                rmsnorm_inplace(y, w, eps);
+            }
+            x.iter_mut().zip(&*y).for_each(|(x, a)| *x += a);
+        }
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attention_block(
+    w: &Weights<'_>,
+    pool: &mut KvPool,
+    s: &mut Scratch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    il: usize,
+    l: &Layer<'_>,
+    runs: &[PassRun],
+    n: usize,
+) -> Result<()> {
+    let c = &w.config;
+    let d = c.n_embd;
+    let (k_row, v_row) = c.kv_row();
+    let (q_row, o_row) = (c.n_head * c.head_dim_k, c.n_head * c.head_dim_v);
+    norm_rows(par, &mut s.xb, &s.x, &l.attn_norm, c.rms_eps, d, n);
+    let qkv = [&l.wq, &l.wk, &l.wv];
+    if n == 1 {
+        let outs = [&mut s.q[..q_row], &mut s.k[..k_row], &mut s.v[..v_row]];
+        matvec_many(k, par, qkv, &s.xb[..d], &mut s.act1, outs)?;
+    } else {
+        let outs = [&mut s.q[..], &mut s.k[..], &mut s.v[..]];
+        project_many(k, par, &mut s.act, qkv, &s.xb, n, outs)?;
+    }
+    // biases, norms and RoPE token by token on the workers, then the cache writes
+    let angles = s.rope_angles(w, par, il);
+    let angles = &s.rope[angles];
+    let rotations = [pool.key_rotation(), pool.value_rotation()];
+    let (qs, ks, vs) = (
+        DisjointSlice::new(&mut s.q),
+        DisjointSlice::new(&mut s.k),
+        DisjointSlice::new(&mut s.v),
+    );
+    for_each_range(par, n, ROW_CHUNK, &|start, end| {
+        for t in start..end {
+            // SAFETY: token t's rows belong to this range only.
+            let rows = unsafe {
+                [
+                    qs.piece(t * q_row, q_row),
+                    ks.piece(t * k_row, k_row),
+                    vs.piece(t * v_row, v_row),
+                ]
+            };
+            ready_token(w, l, rows, &angles.table(t), rotations);
+        }
+    });
+    for r in runs {
+        for t in r.first..r.first + r.n {
+            let row = pool.row_of(r.seq, r.pos0 + t - r.first)?;
+            let (kt, vt) = (
+                &s.k[t * k_row..(t + 1) * k_row],
+                &s.v[t * v_row..(t + 1) * v_row],
+            );
+            pool.store(k, il, row, kt, vt);
+        }
+    }
+
+    // every token's k / v is in the cache: attend, each run in its own sequence's blocks
+    let work: usize = runs.iter().map(|r| r.n * (r.pos0 + r.n)).sum();
+    let workers = if work >= PARALLEL_ATTN_MIN {
+        par.threads().max(1)
+    } else {
+        1
+    };
+    s.ensure_attn_scratch(c.attn_shape(), workers);
+    let mut attn_runs = Vec::with_capacity(runs.len());
+    for r in runs {
+        attn_runs.push(Run {
+            first: r.first,
+            n: r.n,
+            pos0: r.pos0,
+            blocks: pool.seq_blocks(r.seq)?,
+        });
+    }
+    let scratch = &mut s.attn_scratch[..workers];
+    attend(
+        k,
+        c,
+        il,
+        pool.layer(il),
+        scratch,
+        par,
+        &s.q,
+        &mut s.attn,
+        &attn_runs,
+    );
+    for out in s.attn.chunks_exact_mut(o_row).take(n) {
+        pool.finish_output(il, out);
+    }
+
+    if n == 1 {
+        matvec_f32(
+            k,
+            par,
+            &l.wo,
+            &s.attn[..o_row],
+            &mut s.act1,
+            &mut s.xb2[..d],
+        )?;
+    } else {
+        project(k, par, &mut s.act, &l.wo, &s.attn, n, &mut s.xb2)?;
+    }
+    for row in s.xb2.chunks_exact_mut(d).take(n) {
+        add_bias(row, &l.bo);
+    }
+    let norm = l.post_attn_norm.as_deref();
+    residual(par, &mut s.x, &mut s.xb2, norm, c.rms_eps, d, n);
+    Ok(())
+}
+
+fn ffn_block(
+    w: &Weights<'_>,
+    s: &mut Scratch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    l: &Layer<'_>,
+    n: usize,
+) -> Result<()> {
+    let c = &w.config;
+    let d = c.n_embd;
+    let n_ff = l.up.rows;
+    norm_rows(par, &mut s.xb, &s.x, &l.ffn_norm, c.rms_eps, d, n);
+    let glu = match c.activation {
+        Activation::Silu => k.swiglu(),
+        Activation::Gelu => k.geglu(),
+    };
+    if n == 1 {
+        // one token: gate and up in one matrix × vector dispatch
+        let (hb, hb2) = (&mut s.hb[..n_ff], &mut s.hb2[..n_ff]);
+        matvec_many(k, par, [&l.gate, &l.up], &s.xb[..d], &mut s.act1, [hb, hb2])?;
+        glu(&mut s.hb[..n_ff], &s.hb2[..n_ff]);
+        matvec_f32(k, par, &l.down, &s.hb[..n_ff], &mut s.act1, &mut s.xb2[..d])?;
+    } else {
+        if glu_fusable(k, &l.gate, &l.up) {
+            // gate and up in one pass that stores only glu(gate, up)
+            s.act
+                .quantize(k, par, l.gate.act_type(), &s.xb[..n * d], n)?;
+            matmul_glu(
+                k,
+                par,
+                &l.gate,
+                &l.up,
+                glu,
+                &s.act,
+                n,
+                &mut s.hb[..n * n_ff],
+            )?;
+        } else {
+            let outs = [&mut s.hb[..], &mut s.hb2[..]];
+            project_many(k, par, &mut s.act, [&l.gate, &l.up], &s.xb, n, outs)?;
+            // row by row, as the single-token pass calls them (same vector / tail split),
+            // the rows spread over the threads
+            let (gates, ups) = (DisjointSlice::new(&mut s.hb), &s.hb2);
+            for_each_range(par, n, 4, &|start, end| {
+                for t in start..end {
+                    // SAFETY: row t belongs to this range only.
+                    let hb = unsafe { gates.piece(t * n_ff, n_ff) };
+                    glu(hb, &ups[t * n_ff..(t + 1) * n_ff]);
+                }
+            });
+        }
+        project(k, par, &mut s.act, &l.down, &s.hb, n, &mut s.xb2)?;
+    }
+    let norm = l.post_ffn_norm.as_deref();
+    residual(par, &mut s.x, &mut s.xb2, norm, c.rms_eps, d, n);
+    Ok(())
+}

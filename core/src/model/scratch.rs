@@ -1,0 +1,184 @@
+//! The forward pass's working memory: activations of up to a pass's worth of tokens (grown
+//! to the largest pass seen, up to a capacity fixed at creation), the quantized activations,
+//! per-worker attention buffers, the RoPE angles of the pass and the logits rows. Owned by
+//! whoever runs steps (a session, the scheduler) and reused by every step: nothing is
+//! allocated per token once it has grown.
+
+use alloc::vec::Vec;
+
+use super::config::Config;
+use super::token::rope_angles;
+use super::weights::Weights;
+use crate::ops::aligned::AlignedF32;
+use crate::ops::attention::flash::FlashScratch;
+use crate::ops::attention::AttnShape;
+use crate::ops::matmul::{ActBuf, BatchAct};
+use crate::ops::rope::RopeTable;
+use crate::parallel::{for_each_range, DisjointSlice, Parallel};
+
+/// Tokens whose logits one output projection computes together: the output matrix (the
+/// largest, vocabulary × embedding) is read once per this many tokens.
+pub(super) const LOGIT_ROWS: usize = 16;
+
+/// Rows a worker takes at least in the row-wise steps (norms, residual adds, RoPE).
+pub(super) const ROW_CHUNK: usize = 16;
+
+pub struct Scratch {
+    /// Tokens one pass holds at most (llama.cpp's n_ubatch); longer steps run in passes.
+    cap: usize,
+    /// Tokens the activation buffers hold now.
+    len: usize,
+    pub(super) x: AlignedF32,
+    pub(super) xb: AlignedF32,
+    pub(super) xb2: AlignedF32,
+    pub(super) q: AlignedF32,
+    pub(super) k: AlignedF32,
+    pub(super) v: AlignedF32,
+    pub(super) attn: AlignedF32,
+    pub(super) hb: AlignedF32,
+    pub(super) hb2: AlignedF32,
+    /// Quantized activations of a pass of several tokens.
+    pub(super) act: BatchAct,
+    /// Quantized activation of a pass of one token (matrix × vector).
+    pub(super) act1: ActBuf,
+    /// Attention buffers, one per worker that attends.
+    pub(super) attn_scratch: Vec<FlashScratch>,
+    /// RoPE angles of the current pass's positions, one table per distinct (base, scale)
+    /// of the layers, computed by the first layer that needs it.
+    pub(super) rope: Vec<RopeAngles>,
+    /// Positions of the current pass's tokens.
+    pub(super) positions: Vec<usize>,
+    /// Counts passes, so a RoPE table knows whether it is the current pass's.
+    pass: u64,
+    /// Logits of up to [`LOGIT_ROWS`] tokens.
+    pub(super) logits: Vec<f32>,
+}
+
+/// The RoPE angles of a pass's tokens for one (base, scale): `n_rot / 2` cosines and sines
+/// per token, what [`rope_angles`] gives for each.
+pub(super) struct RopeAngles {
+    rope: (f32, f32),
+    pass: u64,
+    half: usize,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+impl Scratch {
+    /// Working memory for passes of up to `cap` tokens (grown on first use).
+    pub fn new(cap: usize) -> Scratch {
+        let none = || AlignedF32::zeroed(0);
+        Scratch {
+            cap: cap.max(1),
+            len: 0,
+            x: none(),
+            xb: none(),
+            xb2: none(),
+            q: none(),
+            k: none(),
+            v: none(),
+            attn: none(),
+            hb: none(),
+            hb2: none(),
+            act: BatchAct::default(),
+            act1: ActBuf::default(),
+            attn_scratch: Vec::new(),
+            rope: Vec::new(),
+            positions: Vec::new(),
+            pass: 0,
+            logits: Vec::new(),
+        }
+    }
+
+    /// Tokens per pass.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Makes the activation buffers hold `n` tokens (at most the capacity) and starts a
+    /// new pass.
+    pub(super) fn begin_pass(&mut self, c: &Config, n: usize) {
+        debug_assert!(n <= self.cap);
+        self.pass += 1;
+        if n > self.len {
+            // grow straight to the capacity once a pass of several tokens comes
+            let n = if n > 1 { self.cap } else { 1 };
+            let (k_row, v_row) = c.kv_row();
+            let f = AlignedF32::zeroed;
+            self.x = f(n * c.n_embd);
+            self.xb = f(n * c.n_embd);
+            self.xb2 = f(n * c.n_embd);
+            self.q = f(n * c.n_head * c.head_dim_k);
+            self.k = f(n * k_row);
+            self.v = f(n * v_row);
+            self.attn = f(n * c.n_head * c.head_dim_v);
+            self.hb = f(n * c.n_ff);
+            self.hb2 = f(n * c.n_ff);
+            self.len = n;
+        }
+    }
+
+    /// Makes sure there are `n` attention buffers (allocated the first time).
+    pub(super) fn ensure_attn_scratch(&mut self, shape: AttnShape, n: usize) {
+        while self.attn_scratch.len() < n {
+            self.attn_scratch.push(FlashScratch::new(shape));
+        }
+    }
+
+    /// The index in the RoPE tables of layer `il`'s angles for the current pass's positions,
+    /// computed (spread over the workers) unless a layer with the same (base, scale) did.
+    pub(super) fn rope_angles(&mut self, w: &Weights<'_>, par: &dyn Parallel, il: usize) -> usize {
+        let rope = w.config.layer_rope(il);
+        let pass = self.pass;
+        if let Some(i) = self
+            .rope
+            .iter()
+            .position(|a| a.rope == rope && a.pass == pass)
+        {
+            return i;
+        }
+        // a table of an earlier pass is reused; one per distinct (base, scale) at most
+        let i = match self.rope.iter().position(|a| a.rope == rope) {
+            Some(i) => i,
+            None => {
+                self.rope.push(RopeAngles {
+                    rope,
+                    pass,
+                    half: w.config.n_rot / 2,
+                    cos: Vec::new(),
+                    sin: Vec::new(),
+                });
+                self.rope.len() - 1
+            }
+        };
+        let n = self.positions.len();
+        let a = &mut self.rope[i];
+        let half = a.half;
+        a.pass = pass;
+        a.cos.resize(n * half, 0.0);
+        a.sin.resize(n * half, 0.0);
+        let (cos, sin) = (
+            DisjointSlice::new(&mut a.cos),
+            DisjointSlice::new(&mut a.sin),
+        );
+        let positions = &self.positions;
+        for_each_range(par, n, ROW_CHUNK, &|start, end| {
+            for t in start..end {
+                // SAFETY: token t's angles belong to this range only.
+                let (c, s) = unsafe { (cos.piece(t * half, half), sin.piece(t * half, half)) };
+                rope_angles(w, il, positions[t], c, s);
+            }
+        });
+        i
+    }
+}
+
+impl RopeAngles {
+    /// Token `t`'s angles.
+    pub(super) fn table(&self, t: usize) -> RopeTable<'_> {
+        RopeTable {
+            cos: &self.cos[t * self.half..(t + 1) * self.half],
+            sin: &self.sin[t * self.half..(t + 1) * self.half],
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! What the forward pass does to one token's rows on their own: biases, per-head norms,
+//! RoPE, the quantized caches' rotation, and which positions it attends to. Each touches only
+//! the token's own rows, so a step's tokens run on any thread in any order.
+
+use core::ops::Range;
+
+use super::config::Config;
+use super::weights::{Layer, Weights};
+use crate::ops::attention::rotation;
+use crate::ops::norm::rmsnorm_inplace;
+use crate::ops::rope;
+
+/// `x += b` where the layer has the bias.
+pub(super) fn add_bias(x: &mut [f32], b: &Option<alloc::borrow::Cow<'_, [f32]>>) {
+    if let Some(b) = b {
+        x.iter_mut().zip(b.iter()).for_each(|(x, b)| *x += b);
+    }
+}
+
+/// One token's projected q, k, v made ready for attention and the cache: biases, per-head
+/// norms, RoPE (`rope`: the token's angles in this layer, [`rope_angles`]) and, for a
+/// quantized cache, the key / value `rotations` (`KvPool::key_rotation`,
+/// `KvPool::value_rotation`).
+pub(super) fn ready_token(
+    w: &Weights<'_>,
+    l: &Layer<'_>,
+    [q, k, v]: [&mut [f32]; 3],
+    rope: &rope::RopeTable<'_>,
+    [key_rotation, value_rotation]: [Option<usize>; 2],
+) {
+    let c = &w.config;
+    add_bias(q, &l.bq);
+    add_bias(k, &l.bk);
+    add_bias(v, &l.bv);
+    if let Some(n) = &l.q_norm {
+        q.chunks_exact_mut(c.head_dim_k)
+            .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
+    }
+    if let Some(n) = &l.k_norm {
+        k.chunks_exact_mut(c.head_dim_k)
+            .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
+    }
+
+    rope::apply(q, c.head_dim_k, c.rope_style, rope);
+    rope::apply(k, c.head_dim_k, c.rope_style, rope);
+
+    // quantized caches: rotate the heads so outlier dimensions do not dominate a block
+    if let Some(n) = key_rotation {
+        rotation::hadamard(q, n);
+        rotation::hadamard(k, n);
+    }
+    if let Some(n) = value_rotation {
+        rotation::hadamard(v, n);
+    }
+}
+
+/// Layer `il`'s RoPE angles for position `pos` (`n_rot / 2` each): the layer's base and
+/// scale (sliding-window layers may have their own), the model's frequency factors.
+pub(super) fn rope_angles(
+    w: &Weights<'_>,
+    il: usize,
+    pos: usize,
+    cos: &mut [f32],
+    sin: &mut [f32],
+) {
+    let c = &w.config;
+    let (base, freq_scale) = c.layer_rope(il);
+    let freqs = w.rope_freqs.as_deref();
+    rope::rope_cache(pos, c.n_rot, base, freq_scale, freqs, cos, sin);
+}
+
+/// The positions the token at `pos` sees in layer `il`: a sliding-window layer the last
+/// `sliding_window` (llama.cpp: masked when pos - p >= n_swa), the others all.
+pub(super) fn attn_window(c: &Config, il: usize, pos: usize) -> Range<usize> {
+    let start = if c.swa_layers[il] && c.sliding_window > 0 {
+        (pos + 1).saturating_sub(c.sliding_window)
+    } else {
+        0
+    };
+    start..pos + 1
+}
