@@ -14,9 +14,9 @@ use crate::ops::attention::flash::{tile_tokens, FlashScratch, Tile};
 use crate::ops::attention::{HeadRows, KvLayer};
 use crate::parallel::{DisjointSlice, Parallel};
 
-/// `n` consecutive tokens of one sequence at positions `pos0..pos0 + n`, rows `first..first
-/// + n` of the step's queries and outputs; `blocks` is where the sequence's positions are
-/// stored.
+/// `n` consecutive tokens of one sequence at positions `pos0..pos0 + n`, rows
+/// `first..first + n` of the step's queries and outputs; `blocks` is where the sequence's
+/// positions are stored.
 #[derive(Clone, Copy)]
 pub(super) struct Run<'a> {
     pub first: usize,

@@ -163,10 +163,10 @@ impl Scratch {
         );
         let positions = &self.positions;
         for_each_range(par, n, ROW_CHUNK, &|start, end| {
-            for t in start..end {
+            for (t, &pos) in positions.iter().enumerate().take(end).skip(start) {
                 // SAFETY: token t's angles belong to this range only.
                 let (c, s) = unsafe { (cos.piece(t * half, half), sin.piece(t * half, half)) };
-                rope_angles(w, il, positions[t], c, s);
+                rope_angles(w, il, pos, c, s);
             }
         });
         i

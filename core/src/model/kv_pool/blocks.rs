@@ -76,6 +76,10 @@ impl Blocks {
         self.state.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.state.is_empty()
+    }
+
     /// Blocks that can be handed out now: free ones and cached ones (evicted oldest first).
     pub fn available(&self) -> usize {
         self.free.len() + self.lru.len()
