@@ -1,11 +1,13 @@
 //! superinfer-runtime: the std frontend over `superinfer-core`. It maps model files, detects
-//! the CPU, owns the thread pool and exposes an `Engine` / `Session` API that streams tokens.
+//! the CPU, owns the thread pool and exposes an `Engine` / `Session` API that streams tokens,
+//! and a `Scheduler` that runs many requests together in batched steps.
 
 pub mod cpu;
 mod engine;
 mod load;
 pub mod perplexity;
 pub mod pool;
+pub mod scheduler;
 mod session;
 
 use std::fmt;
@@ -14,6 +16,7 @@ use std::path::Path;
 pub use engine::{Engine, EngineOptions};
 pub use load::MappedFile;
 pub use perplexity::{perplexity, Perplexity, PerplexityOptions};
+pub use scheduler::{Scheduler, SchedulerOptions};
 pub use session::{GenerateStats, Session, SessionOptions, StopReason, TokenEvent};
 pub use superinfer_core as core;
 

@@ -46,8 +46,10 @@ pub enum StopReason {
     Length,
     /// The context is full.
     ContextFull,
-    /// The callback asked to stop.
+    /// The callback asked to stop (or the request was cancelled).
     Cancelled,
+    /// The output reached one of the request's stop strings.
+    StopSequence,
 }
 
 #[derive(Debug, Clone)]

@@ -1,0 +1,174 @@
+//! A request in a slot: its sequence, what of it is in the cache, its sampler, and the stop
+//! rules and text stream applied to each token it samples.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use superinfer_core::model::SeqId;
+use superinfer_core::sampler::Sampler;
+use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
+
+use super::request::{Completion, Event, RequestError, RequestId, Submission};
+use crate::session::StopReason;
+
+pub(super) struct Active {
+    pub id: RequestId,
+    pub seq: SeqId,
+    events: Sender<Event>,
+    cancel: Arc<AtomicBool>,
+    pub prompt_len: usize,
+    /// Prompt tokens taken from the prefix cache.
+    pub cached: usize,
+    /// Prompt and generated tokens.
+    pub history: Vec<u32>,
+    /// Tokens of `history` whose keys and values are in the cache.
+    pub fed: usize,
+    max_tokens: usize,
+    generated: usize,
+    sampler: Sampler,
+    decoder: StreamDecoder,
+    stop: Vec<String>,
+    /// Text held back while it could be the start of a stop string.
+    held: String,
+    ignore_eos: bool,
+    queue_time: Duration,
+    admitted: Instant,
+    first_token: Option<Instant>,
+    /// Set when the request has ended (its blocks are freed after the step).
+    pub ended: bool,
+}
+
+impl Active {
+    pub fn new(sub: Submission, seq: SeqId, cached: usize, sampler: Sampler) -> Active {
+        let now = Instant::now();
+        let r = sub.request;
+        Active {
+            id: sub.id,
+            seq,
+            events: sub.events,
+            cancel: sub.cancel,
+            prompt_len: r.prompt.len(),
+            cached,
+            fed: cached,
+            history: r.prompt,
+            max_tokens: r.max_tokens,
+            generated: 0,
+            sampler,
+            decoder: StreamDecoder::new(false),
+            stop: r.stop.into_iter().filter(|s| !s.is_empty()).collect(),
+            held: String::new(),
+            ignore_eos: r.ignore_eos,
+            queue_time: now.duration_since(sub.submitted),
+            admitted: now,
+            first_token: None,
+            ended: false,
+        }
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Prompt tokens not yet in the cache.
+    pub fn prompt_left(&self) -> usize {
+        self.prompt_len.saturating_sub(self.fed)
+    }
+
+    /// The sampled token that goes into the next step, once the prompt is done.
+    pub fn decode_token(&self) -> Option<u32> {
+        (!self.ended && self.prompt_left() == 0 && self.fed < self.history.len())
+            .then(|| self.history[self.fed])
+    }
+
+    /// Samples the next token from `logits` and applies the stop rules; `n_ctx` is the
+    /// sequence's context.
+    pub fn on_logits(&mut self, logits: &mut [f32], tok: &Tokenizer, n_ctx: usize) {
+        if self.ended {
+            return;
+        }
+        let id = self.sampler.sample(logits, &self.history);
+        self.generated += 1;
+        self.first_token.get_or_insert_with(Instant::now);
+        if !self.ignore_eos && tok.is_eog(id) {
+            return self.finish(StopReason::EndOfGeneration);
+        }
+        self.history.push(id);
+        let piece = self.decoder.push(tok, id).unwrap_or_default();
+        let (text, stopped) = self.release_text(&piece);
+        if self.events.send(Event::Token { id, text }).is_err() {
+            // nobody listens any more
+            self.cancel.store(true, Ordering::Relaxed);
+        }
+        if stopped {
+            self.finish(StopReason::StopSequence)
+        } else if self.generated >= self.max_tokens {
+            self.finish(StopReason::Length)
+        } else if self.history.len() > n_ctx {
+            // the sampled token has no position left
+            self.finish(StopReason::ContextFull)
+        }
+    }
+
+    /// Appends `piece` to the held text and returns what can be released, and whether a stop
+    /// string was found (the text is cut before it).
+    fn release_text(&mut self, piece: &str) -> (String, bool) {
+        if self.stop.is_empty() {
+            return (piece.to_string(), false);
+        }
+        self.held.push_str(piece);
+        if let Some(at) = self.stop.iter().filter_map(|s| self.held.find(s)).min() {
+            let out = self.held[..at].to_string();
+            self.held.clear();
+            return (out, true);
+        }
+        // keep the longest tail that begins some stop string
+        let keep = self
+            .held
+            .char_indices()
+            .map(|(i, _)| i)
+            .find(|&i| self.stop.iter().any(|s| s.starts_with(&self.held[i..])))
+            .unwrap_or(self.held.len());
+        let out = self.held[..keep].to_string();
+        self.held.drain(..keep);
+        (out, false)
+    }
+
+    /// Ends the request with `stop`: the rest of its text, then `Done`.
+    pub fn finish(&mut self, stop: StopReason) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let mut rest = std::mem::take(&mut self.held);
+        if stop != StopReason::StopSequence {
+            rest.push_str(&self.decoder.flush());
+        }
+        if !rest.is_empty() {
+            let _ = self.events.send(Event::Token {
+                id: u32::MAX,
+                text: rest,
+            });
+        }
+        let now = Instant::now();
+        let first = self.first_token.unwrap_or(now);
+        let _ = self.events.send(Event::Done(Completion {
+            stop,
+            prompt_tokens: self.prompt_len,
+            cached_tokens: self.cached,
+            generated_tokens: self.generated,
+            prompt_time: first.duration_since(self.admitted),
+            generate_time: now.duration_since(first),
+            queue_time: self.queue_time,
+        }));
+    }
+
+    /// Ends the request with an error.
+    pub fn fail(&mut self, e: RequestError) {
+        if !self.ended {
+            self.ended = true;
+            let _ = self.events.send(Event::Error(e));
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! The scheduler: many requests advancing together, one batched step at a time (continuous
+//! batching, as vLLM and llama-server do it).
+//!
+//! - **Slots**: at most `n_parallel` requests run at once; the rest wait in a bounded
+//!   first-come first-served queue ([`Client::submit`] refuses at once when it is full).
+//! - **Steps**: each step is one forward pass over a token budget (`n_batch`): every running
+//!   request's next decode token first, then prompt chunks, oldest request first, fill the
+//!   rest (chunked prefill: a long prompt holds the running streams up for one step's worth
+//!   of tokens at most). A sequence's logits do not depend on what shares its step, so
+//!   batching never changes an answer.
+//! - **KV cache**: one paged pool ([`KvPool`]) for all requests; a prompt that begins with
+//!   blocks already cached (a shared system prompt, an earlier turn of a chat) takes them
+//!   instead of computing them, and a request whose prompt shares whole blocks with a prompt
+//!   still being processed waits for those blocks rather than computing them twice.
+//! - **Streams**: each request gets its own sampler and stop rules and a channel of
+//!   [`Event`]s; cancellation (or dropping the [`Handle`]) takes effect at the next step
+//!   boundary and frees the request's blocks. A request that cannot go on (its blocks cannot
+//!   be had) ends with a typed error; the others go on.
+//!
+//! There is no thread per request: the caller drives [`Scheduler::step`] (or
+//! [`Scheduler::run`] on a thread of its own) and the engine's thread pool works inside each
+//! step.
+
+mod active;
+mod request;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use superinfer_core::model::{forward, KvPool, Logits, PoolOptions, PoolStats, Scratch, Step};
+use superinfer_core::ops::attention::{KvType, BLOCK};
+use superinfer_core::sampler::Sampler;
+
+use self::active::Active;
+pub use self::request::{Client, Completion, Event, Handle, Request, RequestError, RequestId};
+use self::request::{Limits, Submission};
+use crate::engine::Engine;
+use crate::session::{StopReason, UBATCH};
+use crate::Error;
+
+#[derive(Debug, Clone)]
+pub struct SchedulerOptions {
+    /// Requests that run at once (llama.cpp's `-np`).
+    pub n_parallel: usize,
+    /// Tokens per step (llama.cpp's `-b`): decode tokens first, prompt chunks fill the rest.
+    pub n_batch: usize,
+    /// One sequence's context (prompt + generated); 0 = min(4096, the trained context).
+    pub n_ctx: usize,
+    /// Positions the KV pool holds for all sequences; 0 = `n_ctx × n_parallel`.
+    pub kv_size: usize,
+    pub cache_type_k: KvType,
+    pub cache_type_v: KvType,
+    /// Requests that may wait for a slot; more are refused with `QueueFull`.
+    pub max_queue: usize,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> Self {
+        SchedulerOptions {
+            n_parallel: 4,
+            n_batch: 512,
+            n_ctx: 0,
+            kv_size: 0,
+            cache_type_k: KvType::F16,
+            cache_type_v: KvType::F16,
+            max_queue: 64,
+        }
+    }
+}
+
+/// What one step did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StepStats {
+    pub prompt_tokens: usize,
+    pub decode_tokens: usize,
+    /// Requests running after the step.
+    pub running: usize,
+    pub time: Duration,
+}
+
+pub struct Scheduler<'e> {
+    engine: &'e Engine,
+    n_parallel: usize,
+    n_batch: usize,
+    pool: KvPool,
+    scratch: Scratch,
+    step: Step,
+    /// Per entry of the step: the index in `active` of its request.
+    owner: Vec<usize>,
+    rx: Receiver<Submission>,
+    client: Client,
+    queue: VecDeque<Submission>,
+    /// Running requests, oldest first.
+    active: Vec<Active>,
+}
+
+impl<'e> Scheduler<'e> {
+    pub fn new(engine: &'e Engine, o: &SchedulerOptions) -> Result<Scheduler<'e>, Error> {
+        let c = engine.config();
+        let n_ctx = if o.n_ctx == 0 {
+            c.n_ctx_train.min(4096)
+        } else {
+            o.n_ctx
+        };
+        if n_ctx > c.n_ctx_train {
+            return Err(Error::Usage(format!(
+                "context size {n_ctx} exceeds the model's trained context of {} tokens",
+                c.n_ctx_train
+            )));
+        }
+        if o.n_parallel == 0 {
+            return Err(Error::Usage("-np must be at least 1".into()));
+        }
+        if o.n_batch < o.n_parallel {
+            return Err(Error::Usage(format!(
+                "-b {} must be at least -np {} (each running sequence decodes one token per step)",
+                o.n_batch, o.n_parallel
+            )));
+        }
+        let kv_size = if o.kv_size == 0 {
+            n_ctx * o.n_parallel
+        } else {
+            o.kv_size
+        };
+        if kv_size < n_ctx {
+            return Err(Error::Usage(format!(
+                "--kv-size {kv_size} must hold at least one context of {n_ctx} tokens"
+            )));
+        }
+        let pool = KvPool::new(
+            engine.weights(),
+            &PoolOptions {
+                n_ctx,
+                n_positions: kv_size,
+                k_type: o.cache_type_k,
+                v_type: o.cache_type_v,
+            },
+        )
+        .map_err(Error::Core)?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let client = Client {
+            tx,
+            waiting: Arc::new(AtomicUsize::new(0)),
+            next_id: Arc::new(AtomicUsize::new(1)),
+            limits: Limits {
+                n_ctx,
+                n_vocab: c.n_vocab,
+                max_queue: o.max_queue,
+            },
+        };
+        Ok(Scheduler {
+            engine,
+            n_parallel: o.n_parallel,
+            n_batch: o.n_batch,
+            pool,
+            scratch: Scratch::new(UBATCH.min(o.n_batch)),
+            step: Step::new(),
+            owner: Vec::new(),
+            rx,
+            client,
+            queue: VecDeque::new(),
+            active: Vec::new(),
+        })
+    }
+
+    /// A handle to submit requests from any thread.
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// Queues a request (as [`Client::submit`]).
+    pub fn submit(&self, r: Request) -> Result<Handle, RequestError> {
+        self.client.submit(r)
+    }
+
+    /// One sequence's context.
+    pub fn n_ctx(&self) -> usize {
+        self.pool.n_ctx()
+    }
+
+    /// Bytes of the KV pool.
+    pub fn kv_cache_bytes(&self) -> usize {
+        self.pool.bytes()
+    }
+
+    /// Block counts of the KV pool (held, cached, free).
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    /// Cancels request `id` (waiting or running) at this step boundary; false when no such
+    /// request is here (it ended, or was never received).
+    pub fn cancel(&mut self, id: RequestId) -> bool {
+        self.receive();
+        if let Some(at) = self.queue.iter().position(|s| s.id == id) {
+            let s = self.queue.remove(at).expect("found");
+            self.client.waiting.fetch_sub(1, Ordering::AcqRel);
+            let _ = s.events.send(Event::Error(RequestError::Cancelled));
+            return true;
+        }
+        match self.active.iter_mut().find(|a| a.id == id && !a.ended) {
+            Some(a) => {
+                a.finish(StopReason::Cancelled);
+                self.retire();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Requests running now.
+    pub fn running(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Requests waiting for a slot (those already received).
+    pub fn waiting(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Whether nothing runs or waits (after taking in what was submitted).
+    pub fn is_idle(&mut self) -> bool {
+        self.receive();
+        self.active.is_empty() && self.queue.is_empty()
+    }
+
+    fn receive(&mut self) {
+        loop {
+            match self.rx.try_recv() {
+                Ok(s) => self.queue.push_back(s),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// Runs steps until no request runs or waits.
+    pub fn run_until_idle(&mut self) -> Result<(), Error> {
+        while !self.is_idle() {
+            self.step()?;
+        }
+        Ok(())
+    }
+
+    /// Serves until `stop` is set: steps while there is work, waits for submissions when
+    /// there is none. Requests still running or waiting at the end get `Closed`.
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), Error> {
+        while !stop.load(Ordering::Relaxed) {
+            if self.is_idle() {
+                match self.rx.recv_timeout(Duration::from_millis(50)) {
+                    Ok(s) => self.queue.push_back(s),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+                continue;
+            }
+            self.step()?;
+        }
+        for mut a in self.active.drain(..) {
+            a.fail(RequestError::Closed);
+            let _ = self.pool.remove_seq(a.seq);
+        }
+        for s in self.queue.drain(..) {
+            let _ = s.events.send(Event::Error(RequestError::Closed));
+        }
+        Ok(())
+    }
+
+    /// One step: takes in new requests, drops cancelled ones, admits waiting ones to free
+    /// slots, runs one forward pass over the planned tokens and streams what it sampled.
+    pub fn step(&mut self) -> Result<StepStats, Error> {
+        let t0 = Instant::now();
+        self.receive();
+        self.drop_cancelled();
+        self.admit();
+        let (prompt_tokens, decode_tokens) = self.plan();
+        if !self.step.is_empty() {
+            let e = self.engine;
+            let tok = e.tokenizer();
+            let n_ctx = self.pool.n_ctx();
+            let (active, owner) = (&mut self.active, &self.owner);
+            let result = forward(
+                e.weights(),
+                &mut self.pool,
+                &mut self.scratch,
+                e.kernels(),
+                e.parallel(),
+                &self.step,
+                |i, logits| active[owner[i]].on_logits(logits, tok, n_ctx),
+            );
+            match result {
+                Ok(()) => {
+                    for sp in self.step.spans() {
+                        self.active[self.owner[sp.first]].fed += sp.n;
+                    }
+                }
+                // the step's requests end with the error; the others go on
+                Err(err) => {
+                    for sp in self.step.spans() {
+                        let a = &mut self.active[self.owner[sp.first]];
+                        a.fail(RequestError::Engine(err.to_string()));
+                    }
+                }
+            }
+        }
+        self.retire();
+        Ok(StepStats {
+            prompt_tokens,
+            decode_tokens,
+            running: self.active.len(),
+            time: t0.elapsed(),
+        })
+    }
+
+    fn drop_cancelled(&mut self) {
+        let mut kept = VecDeque::with_capacity(self.queue.len());
+        for s in self.queue.drain(..) {
+            if s.cancelled() {
+                self.client.waiting.fetch_sub(1, Ordering::AcqRel);
+                let _ = s.events.send(Event::Error(RequestError::Cancelled));
+            } else {
+                kept.push_back(s);
+            }
+        }
+        self.queue = kept;
+        for a in &mut self.active {
+            if a.cancelled() {
+                a.finish(StopReason::Cancelled);
+            }
+        }
+        self.retire();
+    }
+
+    /// Frees the blocks of requests that ended.
+    fn retire(&mut self) {
+        let pool = &mut self.pool;
+        self.active.retain(|a| {
+            if a.ended {
+                let _ = pool.remove_seq(a.seq);
+            }
+            !a.ended
+        });
+    }
+
+    /// Moves waiting requests into free slots, oldest first. A request whose prompt shares
+    /// whole blocks with a prompt still being processed waits until those blocks are in the
+    /// cache, then takes them from there.
+    fn admit(&mut self) {
+        while self.active.len() < self.n_parallel {
+            let Some(front) = self.queue.front() else {
+                break;
+            };
+            let prompt = &front.request.prompt;
+            let pending = self.active.iter().any(|a| {
+                let shared = shared_blocks(prompt, &a.history[..a.prompt_len]) * BLOCK;
+                a.prompt_left() > 0 && a.fed < shared
+            });
+            if pending {
+                break;
+            }
+            let sub = self.queue.pop_front().expect("front exists");
+            self.client.waiting.fetch_sub(1, Ordering::AcqRel);
+            let sampler = match Sampler::new(sub.request.sampling.clone()) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = sub.events.send(Event::Error(RequestError::InvalidSampling(
+                        e.to_string(),
+                    )));
+                    continue;
+                }
+            };
+            let seq = self.pool.add_seq();
+            let cached = self
+                .pool
+                .reuse_prefix(seq, &sub.request.prompt)
+                .unwrap_or(0);
+            self.active.push(Active::new(sub, seq, cached, sampler));
+        }
+    }
+
+    /// Fills the step: decode tokens first, then prompt chunks within the budget. Returns
+    /// the prompt and decode tokens planned.
+    fn plan(&mut self) -> (usize, usize) {
+        self.step.clear();
+        self.owner.clear();
+        let mut budget = self.n_batch;
+        let mut decoded = 0;
+        for (i, a) in self.active.iter_mut().enumerate() {
+            let Some(t) = a.decode_token() else { continue };
+            match self.pool.reserve(a.seq, 1) {
+                Ok(()) => {
+                    self.step.add(a.seq, a.fed, &[t], Logits::Last);
+                    self.owner.push(i);
+                    budget -= 1;
+                    decoded += 1;
+                }
+                Err(e) => a.fail(pool_error(e)),
+            }
+        }
+        let mut prompted = 0;
+        let mut blocked = None;
+        for (i, a) in self.active.iter_mut().enumerate() {
+            if budget == 0 {
+                break;
+            }
+            if a.ended || a.prompt_left() == 0 {
+                continue;
+            }
+            let mut n = a.prompt_left().min(budget);
+            if self.pool.reserve(a.seq, n).is_err() {
+                // as much as the free blocks hold
+                let room = room(&self.pool, a.seq, a.fed);
+                n = n.min(room);
+                if n == 0 || self.pool.reserve(a.seq, n).is_err() {
+                    blocked = Some(i);
+                    continue;
+                }
+            }
+            let chunk = &a.history[a.fed..a.fed + n];
+            let logits = if n == a.prompt_left() {
+                Logits::Last
+            } else {
+                Logits::None
+            };
+            self.step.add(a.seq, a.fed, chunk, logits);
+            self.owner.extend(std::iter::repeat_n(i, n));
+            budget -= n;
+            prompted += n;
+        }
+        if self.step.is_empty() {
+            // nothing can move: the youngest blocked prompt gives its blocks back
+            if let Some(i) = blocked {
+                let a = &mut self.active[i];
+                let needed = self.pool.blocks_needed(a.seq, a.prompt_left()).unwrap_or(0);
+                a.fail(RequestError::KvPoolFull {
+                    needed,
+                    available: self.pool.available_blocks(),
+                });
+            }
+        }
+        (prompted, decoded)
+    }
+}
+
+/// Positions sequence `seq` (holding `len`) can still write: what its blocks hold past `len`
+/// and what the pool's available blocks hold.
+fn room(pool: &KvPool, seq: superinfer_core::model::SeqId, len: usize) -> usize {
+    let held = pool.seq_blocks(seq).map_or(0, |b| b.len() * BLOCK);
+    held.saturating_sub(len) + pool.available_blocks() * BLOCK
+}
+
+/// Whole blocks at the start of `a` that `b` starts with too (not counting `a`'s last token,
+/// which always runs).
+fn shared_blocks(a: &[u32], b: &[u32]) -> usize {
+    let n = a[..a.len().saturating_sub(1)]
+        .iter()
+        .zip(b)
+        .take_while(|(x, y)| x == y)
+        .count();
+    n / BLOCK
+}
+
+fn pool_error(e: superinfer_core::Error) -> RequestError {
+    match e {
+        superinfer_core::Error::KvPoolFull { needed, available } => {
+            RequestError::KvPoolFull { needed, available }
+        }
+        e => RequestError::Engine(e.to_string()),
+    }
+}

@@ -1,0 +1,277 @@
+//! What a client hands the scheduler and what it gets back: a [`Request`] (prompt tokens,
+//! sampling, stop rules), a [`Handle`] with the request's [`Event`] stream and a cancel switch,
+//! and typed [`RequestError`]s for what is refused or fails.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use superinfer_core::sampler::SamplerConfig;
+
+use crate::session::StopReason;
+
+/// One generation request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Prompt tokens (not empty; BOS already added if the model wants one).
+    pub prompt: Vec<u32>,
+    /// Tokens to generate at most.
+    pub max_tokens: usize,
+    pub sampling: SamplerConfig,
+    /// Texts that end generation when the output contains them (not included in the
+    /// output).
+    pub stop: Vec<String>,
+    /// Keep generating through end-of-generation tokens (benchmarks).
+    pub ignore_eos: bool,
+}
+
+impl Request {
+    /// Greedy decoding of `prompt` for up to `max_tokens` tokens.
+    pub fn greedy(prompt: Vec<u32>, max_tokens: usize) -> Request {
+        Request {
+            prompt,
+            max_tokens,
+            sampling: SamplerConfig::greedy(),
+            stop: Vec::new(),
+            ignore_eos: false,
+        }
+    }
+}
+
+/// Why a request was refused or failed. Each has a stable [`code`](Self::code) for frontends
+/// (an HTTP error object, a JS error code); a request's error never affects another's.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestError {
+    /// The prompt has no tokens.
+    EmptyPrompt,
+    /// The prompt leaves no room to generate in a sequence's context.
+    PromptTooLong { tokens: usize, n_ctx: usize },
+    /// A token id outside the vocabulary.
+    InvalidToken { id: u32, n_vocab: usize },
+    /// Invalid sampling parameters.
+    InvalidSampling(String),
+    /// The wait queue is full: try again later.
+    QueueFull { capacity: usize },
+    /// The KV pool has no room for this request's positions (other requests hold it).
+    KvPoolFull { needed: usize, available: usize },
+    /// Cancelled while it waited for a slot (a running request that is cancelled ends
+    /// with `Done` and `StopReason::Cancelled` instead, keeping what it generated).
+    Cancelled,
+    /// The scheduler has shut down.
+    Closed,
+    /// The engine failed on this request's step.
+    Engine(String),
+}
+
+impl RequestError {
+    /// A short stable identifier.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RequestError::EmptyPrompt => "empty_prompt",
+            RequestError::PromptTooLong { .. } => "context_length_exceeded",
+            RequestError::InvalidToken { .. } => "invalid_token",
+            RequestError::InvalidSampling(_) => "invalid_sampling",
+            RequestError::QueueFull { .. } => "queue_full",
+            RequestError::KvPoolFull { .. } => "kv_cache_full",
+            RequestError::Cancelled => "cancelled",
+            RequestError::Closed => "closed",
+            RequestError::Engine(_) => "engine_error",
+        }
+    }
+
+    /// Whether the client is at fault (as opposed to the server being busy or failing).
+    pub fn is_client_error(&self) -> bool {
+        matches!(
+            self,
+            RequestError::EmptyPrompt
+                | RequestError::PromptTooLong { .. }
+                | RequestError::InvalidToken { .. }
+                | RequestError::InvalidSampling(_)
+        )
+    }
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::EmptyPrompt => f.write_str("the prompt is empty"),
+            RequestError::PromptTooLong { tokens, n_ctx } => write!(
+                f,
+                "the prompt has {tokens} tokens, but a sequence's context holds {n_ctx} \
+                 (prompt + generated): shorten the prompt or raise -c"
+            ),
+            RequestError::InvalidToken { id, n_vocab } => {
+                write!(f, "token id {id} is outside the vocabulary ({n_vocab})")
+            }
+            RequestError::InvalidSampling(m) => write!(f, "invalid sampling parameters: {m}"),
+            RequestError::QueueFull { capacity } => write!(
+                f,
+                "the server is busy: {capacity} requests are already waiting; retry later"
+            ),
+            RequestError::KvPoolFull { needed, available } => write!(
+                f,
+                "the KV cache is full: {needed} more blocks needed, {available} available \
+                 (raise --kv-size or lower -np)"
+            ),
+            RequestError::Cancelled => f.write_str("the request was cancelled"),
+            RequestError::Closed => f.write_str("the scheduler has shut down"),
+            RequestError::Engine(m) => write!(f, "engine error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+/// The end of a request that completed (stopped by a rule or cancelled).
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub stop: StopReason,
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose keys and values came from the prefix cache.
+    pub cached_tokens: usize,
+    pub generated_tokens: usize,
+    /// From admission to the first generated token (prompt processing).
+    pub prompt_time: Duration,
+    /// From the first generated token to the end.
+    pub generate_time: Duration,
+    /// From submission to admission.
+    pub queue_time: Duration,
+}
+
+/// What a request's stream carries, in order: tokens, then one `Done` or `Error`.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A generated token and the text it completes (empty while a character is split
+    /// across tokens or the text might be the start of a stop string).
+    Token { id: u32, text: String },
+    Done(Completion),
+    Error(RequestError),
+}
+
+/// Identifies a request within its scheduler.
+pub type RequestId = u64;
+
+/// A client's side of a request: its events and a way to cancel it.
+pub struct Handle {
+    pub id: RequestId,
+    pub events: Receiver<Event>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Handle {
+    /// Asks the scheduler to stop the request at its next step boundary (its blocks are
+    /// freed; the stream ends with `Done` and `StopReason::Cancelled`). Dropping the handle
+    /// cancels too.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// Waits for the whole request: the generated tokens and its completion.
+    pub fn wait(self) -> Result<(Vec<u32>, String, Completion), RequestError> {
+        let (mut ids, mut text) = (Vec::new(), String::new());
+        for ev in self.events.iter() {
+            match ev {
+                Event::Token { id, text: t } => {
+                    ids.push(id);
+                    text.push_str(&t);
+                }
+                Event::Done(c) => return Ok((ids, text, c)),
+                Event::Error(e) => return Err(e),
+            }
+        }
+        Err(RequestError::Closed)
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// A request on its way to the scheduler.
+pub(super) struct Submission {
+    pub id: RequestId,
+    pub request: Request,
+    pub events: Sender<Event>,
+    pub cancel: Arc<AtomicBool>,
+    pub submitted: Instant,
+}
+
+impl Submission {
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// Limits a [`Client`] checks before a request is queued.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub n_ctx: usize,
+    pub n_vocab: usize,
+    pub max_queue: usize,
+}
+
+/// Submits requests to a scheduler from any thread (cheap to clone).
+#[derive(Clone)]
+pub struct Client {
+    pub(super) tx: Sender<Submission>,
+    /// Requests submitted and not yet admitted to a slot.
+    pub(super) waiting: Arc<AtomicUsize>,
+    pub(super) next_id: Arc<AtomicUsize>,
+    pub(super) limits: Limits,
+}
+
+impl Client {
+    /// Queues `request`; refused at once (typed) when it can never run or the queue is full.
+    pub fn submit(&self, request: Request) -> Result<Handle, RequestError> {
+        let l = self.limits;
+        if request.prompt.is_empty() {
+            return Err(RequestError::EmptyPrompt);
+        }
+        if request.prompt.len() >= l.n_ctx {
+            return Err(RequestError::PromptTooLong {
+                tokens: request.prompt.len(),
+                n_ctx: l.n_ctx,
+            });
+        }
+        if let Some(&id) = request.prompt.iter().find(|&&t| t as usize >= l.n_vocab) {
+            return Err(RequestError::InvalidToken {
+                id,
+                n_vocab: l.n_vocab,
+            });
+        }
+        request
+            .sampling
+            .validate()
+            .map_err(|e| RequestError::InvalidSampling(e.to_string()))?;
+        let queued = self.waiting.fetch_add(1, Ordering::AcqRel);
+        if queued >= l.max_queue {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(RequestError::QueueFull {
+                capacity: l.max_queue,
+            });
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) as RequestId;
+        let sub = Submission {
+            id,
+            request,
+            events: tx,
+            cancel: cancel.clone(),
+            submitted: Instant::now(),
+        };
+        if self.tx.send(sub).is_err() {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(RequestError::Closed);
+        }
+        Ok(Handle {
+            id,
+            events: rx,
+            cancel,
+        })
+    }
+}
