@@ -365,9 +365,9 @@ impl<'e> Scheduler<'e> {
             let sampler = match Sampler::new(sub.request.sampling.clone()) {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = sub.events.send(Event::Error(RequestError::InvalidSampling(
-                        e.to_string(),
-                    )));
+                    let _ = sub
+                        .events
+                        .send(Event::Error(RequestError::InvalidSampling(e.to_string())));
                     continue;
                 }
             };

@@ -145,7 +145,10 @@ pub struct Completion {
 pub enum Event {
     /// A generated token and the text it completes (empty while a character is split
     /// across tokens or the text might be the start of a stop string).
-    Token { id: u32, text: String },
+    Token {
+        id: u32,
+        text: String,
+    },
     Done(Completion),
     Error(RequestError),
 }

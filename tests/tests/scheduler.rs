@@ -1,0 +1,278 @@
+//! The scheduler on a tiny synthetic model: many requests give what each gives alone, bad
+//! input and exhaustion end one request with a typed error while the others go on,
+//! cancellation frees blocks, prefixes are held once. Every test ends with no block held.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use superinfer_runtime::core::sampler::{Sampler, SamplerConfig};
+use superinfer_runtime::scheduler::{Event, Request, RequestError};
+use superinfer_runtime::{
+    Engine, EngineOptions, Scheduler, SchedulerOptions, SessionOptions, StopReason,
+};
+use superinfer_tests::synth::{self, Spec};
+
+/// Written once per test process: the tests run in parallel and map it.
+fn model() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| synth::write_temp(&Spec::llama(), "scheduler-llama"))
+        .clone()
+}
+
+fn engine() -> Engine {
+    Engine::load(
+        &model(),
+        &EngineOptions {
+            threads: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn prompt(seed: u32, n: usize) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| (i * 37 + seed * 11 + 5) % 260)
+        .collect()
+}
+
+fn options(n_parallel: usize, n_batch: usize) -> SchedulerOptions {
+    SchedulerOptions {
+        n_parallel,
+        n_batch,
+        n_ctx: 128,
+        ..Default::default()
+    }
+}
+
+/// Greedy tokens of `prompt` in a session of its own.
+fn alone(e: &Engine, prompt: &[u32], max: usize) -> Vec<u32> {
+    let mut s = e.session(&SessionOptions::with_ctx(128)).unwrap();
+    let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
+    let mut out = Vec::new();
+    s.generate(prompt, max, &mut sampler, |ev| {
+        if ev.id != u32::MAX {
+            out.push(ev.id);
+        }
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn many_requests_give_what_each_gives_alone() {
+    let e = engine();
+    // 3 slots, 6 requests: some wait; a budget of 8 tokens cuts every prompt into chunks
+    // that share steps with the others' decode tokens
+    let mut sched = Scheduler::new(&e, &options(3, 8)).unwrap();
+    let prompts: Vec<Vec<u32>> = (0..6).map(|i| prompt(i, 5 + 9 * i as usize)).collect();
+    let handles: Vec<_> = prompts
+        .iter()
+        .map(|p| sched.submit(Request::greedy(p.clone(), 12)).unwrap())
+        .collect();
+    let mut max_running = 0;
+    while !sched.is_idle() {
+        let st = sched.step().unwrap();
+        assert!(st.prompt_tokens + st.decode_tokens <= 8, "the budget holds");
+        max_running = max_running.max(st.running);
+    }
+    assert_eq!(max_running, 3, "three slots");
+    for (p, h) in prompts.iter().zip(handles) {
+        let (ids, _, done) = h.wait().unwrap();
+        assert_eq!(ids, alone(&e, p, 12), "prompt of {} tokens", p.len());
+        assert!(matches!(
+            done.stop,
+            StopReason::Length | StopReason::EndOfGeneration
+        ));
+        assert_eq!(done.prompt_tokens, p.len());
+    }
+    assert_eq!(sched.pool_stats().held, 0, "no block leaks");
+}
+
+#[test]
+fn bad_requests_are_refused_and_the_others_go_on() {
+    let e = engine();
+    let mut sched = Scheduler::new(
+        &e,
+        &SchedulerOptions {
+            max_queue: 2,
+            ..options(1, 64)
+        },
+    )
+    .unwrap();
+    let err = |r: Request| sched.submit(r).err().expect("refused");
+    assert_eq!(err(Request::greedy(vec![], 4)), RequestError::EmptyPrompt);
+    assert!(matches!(
+        err(Request::greedy(prompt(1, 128), 4)),
+        RequestError::PromptTooLong { tokens: 128, .. }
+    ));
+    assert!(matches!(
+        err(Request::greedy(vec![1, 99_999], 4)),
+        RequestError::InvalidToken { id: 99_999, .. }
+    ));
+    let mut bad = Request::greedy(prompt(1, 4), 4);
+    bad.sampling.top_p = 7.0;
+    assert_eq!(err(bad).code(), "invalid_sampling");
+    let a = sched.submit(Request::greedy(prompt(2, 10), 6)).unwrap();
+    let b = sched.submit(Request::greedy(prompt(3, 10), 6)).unwrap();
+    assert!(matches!(
+        err(Request::greedy(prompt(4, 10), 6)),
+        RequestError::QueueFull { capacity: 2 }
+    ));
+    sched.run_until_idle().unwrap();
+    assert_eq!(a.wait().unwrap().0, alone(&e, &prompt(2, 10), 6));
+    assert_eq!(b.wait().unwrap().0, alone(&e, &prompt(3, 10), 6));
+    // the queue has room again
+    let c = sched.submit(Request::greedy(prompt(4, 10), 6)).unwrap();
+    sched.run_until_idle().unwrap();
+    assert!(c.wait().is_ok());
+    assert_eq!(sched.pool_stats().held, 0);
+}
+
+#[test]
+fn cancelled_requests_stop_and_free_their_blocks() {
+    let e = engine();
+    let mut sched = Scheduler::new(&e, &options(2, 64)).unwrap();
+    let long = |seed| {
+        let mut r = Request::greedy(prompt(seed, 30), 80);
+        r.ignore_eos = true;
+        r
+    };
+    let a = sched.submit(long(1)).unwrap();
+    let b = sched.submit(long(2)).unwrap();
+    let waiting = sched.submit(long(3)).unwrap();
+    let dropped = sched.submit(long(4)).unwrap();
+    for _ in 0..5 {
+        sched.step().unwrap();
+    }
+    a.cancel();
+    waiting.cancel();
+    drop(dropped);
+    let before = sched.pool_stats().held;
+    sched.step().unwrap();
+    assert!(sched.pool_stats().held < before, "a's blocks are freed");
+    sched.run_until_idle().unwrap();
+    let (ids, _, done) = a.wait().unwrap();
+    assert_eq!(done.stop, StopReason::Cancelled);
+    assert!(!ids.is_empty() && ids.len() < 80, "stopped early");
+    assert_eq!(waiting.wait().unwrap_err(), RequestError::Cancelled);
+    let (ids, _, done) = b.wait().unwrap();
+    assert_eq!((ids.len(), done.stop), (80, StopReason::Length));
+    assert_eq!(sched.pool_stats().held, 0);
+}
+
+#[test]
+fn an_exhausted_pool_ends_one_request_and_the_other_finishes() {
+    let e = engine();
+    // 128 positions for two sequences that each want 128
+    let mut sched = Scheduler::new(
+        &e,
+        &SchedulerOptions {
+            kv_size: 128,
+            ..options(2, 64)
+        },
+    )
+    .unwrap();
+    let long = |seed| {
+        let mut r = Request::greedy(prompt(seed, 40), 200);
+        r.ignore_eos = true;
+        r
+    };
+    let (a, b) = (
+        sched.submit(long(1)).unwrap(),
+        sched.submit(long(2)).unwrap(),
+    );
+    sched.run_until_idle().unwrap();
+    let results = [a.wait(), b.wait()];
+    let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(failed.len(), 1, "{results:?}");
+    assert_eq!(failed[0].code(), "kv_cache_full");
+    let (_, _, done) = results.iter().find_map(|r| r.as_ref().ok()).unwrap();
+    assert_eq!(done.stop, StopReason::ContextFull);
+    assert_eq!(sched.pool_stats().held, 0);
+}
+
+#[test]
+fn stop_strings_end_the_output_before_them() {
+    let e = engine();
+    let mut sched = Scheduler::new(&e, &options(1, 64)).unwrap();
+    let p = prompt(5, 12);
+    let mut r = Request::greedy(p.clone(), 40);
+    r.ignore_eos = true;
+    let full = {
+        let h = sched.submit(r.clone()).unwrap();
+        sched.run_until_idle().unwrap();
+        h.wait().unwrap().1
+    };
+    // a stop string from the middle of the text: the output ends right before it
+    let chars: Vec<char> = full.chars().collect();
+    assert!(chars.len() > 8, "{full:?}");
+    let stop: String = chars[chars.len() / 2..chars.len() / 2 + 3].iter().collect();
+    r.stop = vec![stop.clone()];
+    let h = sched.submit(r).unwrap();
+    sched.run_until_idle().unwrap();
+    let (_, text, done) = h.wait().unwrap();
+    assert_eq!(done.stop, StopReason::StopSequence);
+    assert_eq!(text, full[..full.find(&stop).unwrap()]);
+    assert_eq!(sched.pool_stats().held, 0);
+}
+
+#[test]
+fn shared_prefixes_are_held_once() {
+    let e = engine();
+    let mut sched = Scheduler::new(&e, &options(8, 512)).unwrap();
+    let prefix = prompt(9, 64); // four blocks
+    let with_suffix = |i: u32| {
+        let mut p = prefix.clone();
+        p.extend(prompt(100 + i, 5));
+        let mut r = Request::greedy(p, 4);
+        r.ignore_eos = true;
+        r
+    };
+    // eight at once: the first computes the prefix, the others wait for its blocks
+    let handles: Vec<_> = (0..8)
+        .map(|i| sched.submit(with_suffix(i)).unwrap())
+        .collect();
+    let mut peak = 0;
+    while !sched.is_idle() {
+        sched.step().unwrap();
+        peak = peak.max(sched.pool_stats().held);
+    }
+    let cached: Vec<usize> = handles
+        .into_iter()
+        .map(|h| h.wait().unwrap().2.cached_tokens)
+        .collect();
+    assert_eq!(cached, [0, 64, 64, 64, 64, 64, 64, 64]);
+    // 4 shared blocks + one block each for 69..73 positions
+    assert_eq!(peak, 4 + 8, "the prefix is held once");
+    // a later request takes the cached prefix too
+    let h = sched.submit(with_suffix(20)).unwrap();
+    sched.run_until_idle().unwrap();
+    assert_eq!(h.wait().unwrap().2.cached_tokens, 64);
+    assert_eq!(sched.pool_stats().held, 0);
+    assert!(sched.pool_stats().cached >= 4);
+    // and every sequence's tokens are what it gives alone
+    let p = with_suffix(3).prompt;
+    let h = sched.submit(Request::greedy(p.clone(), 4)).unwrap();
+    sched.run_until_idle().unwrap();
+    assert_eq!(h.wait().unwrap().0, alone(&e, &p, 4));
+}
+
+#[test]
+fn events_stream_tokens_then_done() {
+    let e = engine();
+    let mut sched = Scheduler::new(&e, &options(1, 64)).unwrap();
+    let mut r = Request::greedy(prompt(7, 8), 5);
+    r.ignore_eos = true;
+    let h = sched.submit(r).unwrap();
+    sched.run_until_idle().unwrap();
+    let events: Vec<Event> = h.events.try_iter().collect();
+    let tokens = events
+        .iter()
+        .filter(|e| matches!(e, Event::Token { id, .. } if *id != u32::MAX))
+        .count();
+    assert_eq!(tokens, 5);
+    assert!(matches!(events.last(), Some(Event::Done(d)) if d.generated_tokens == 5));
+}
