@@ -26,7 +26,7 @@ mod request;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -228,11 +228,8 @@ impl<'e> Scheduler<'e> {
     }
 
     fn receive(&mut self) {
-        loop {
-            match self.rx.try_recv() {
-                Ok(s) => self.queue.push_back(s),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-            }
+        while let Ok(s) = self.rx.try_recv() {
+            self.queue.push_back(s);
         }
     }
 
