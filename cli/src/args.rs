@@ -172,6 +172,11 @@ pub struct BenchArgs {
         default_value = "0"
     )]
     pub n_depth: Vec<usize>,
+    /// Sequences decoded together, comma separated (like llama-batched-bench `-npl`): each
+    /// runs a `-p` prompt, then all decode `-n` tokens in shared steps through the
+    /// scheduler; reports prompt t/s and aggregate and per-sequence decode t/s.
+    #[arg(long = "n-parallel", visible_alias = "np", value_delimiter = ',')]
+    pub n_parallel: Vec<usize>,
     #[command(flatten)]
     pub cache: CacheArgs,
     /// Thread counts to test, comma separated (default: all cores).
@@ -193,4 +198,16 @@ pub struct BenchArgs {
     /// kernels at load (also SUPERINFER_NO_REPACK=1).
     #[arg(long = "no-repack")]
     pub no_repack: bool,
+}
+
+/// llama.cpp's multi-letter flags with one dash (`-np 4`, `-ctk q8_0`) as the long flags
+/// they stand for, so its users' command lines work as they are.
+pub fn llama_style(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.map(|a| match a.to_str() {
+        Some("-np") | Some("-npl") => "--np".into(),
+        Some("-ctk") => "--ctk".into(),
+        Some("-ctv") => "--ctv".into(),
+        _ => a,
+    })
+    .collect()
 }

@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         eprintln!("error: internal error: {msg}{at} (please report this)");
     }));
 
-    let cli = args::Cli::parse();
+    let cli = args::Cli::parse_from(args::llama_style(std::env::args_os()));
     let result = match cli.command {
         args::Command::Run(a) => cmd::run::run(&a),
         args::Command::Tokenize(a) => cmd::tokenize::run(&a),

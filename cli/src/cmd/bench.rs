@@ -18,42 +18,48 @@ use superinfer_runtime::{Engine, EngineOptions, Session, SessionOptions};
 use crate::args::BenchArgs;
 use crate::cmd::{parse_isa, write_stdout};
 
-struct Test {
-    n_prompt: usize,
-    n_gen: usize,
-    n_depth: usize,
-    threads: usize,
-    samples_ns: Vec<u64>,
-    peak_rss: Option<u64>,
-    kv_bytes: usize,
+pub(super) struct Test {
+    pub n_prompt: usize,
+    pub n_gen: usize,
+    pub n_depth: usize,
+    /// Sequences run together (their tokens all count: t/s is the aggregate).
+    pub n_parallel: usize,
+    pub threads: usize,
+    pub samples_ns: Vec<u64>,
+    pub peak_rss: Option<u64>,
+    pub kv_bytes: usize,
 }
 
 impl Test {
     fn tokens(&self) -> usize {
-        self.n_prompt + self.n_gen
+        (self.n_prompt + self.n_gen) * self.n_parallel
     }
 
-    fn samples_ts(&self) -> Vec<f64> {
+    pub(super) fn samples_ts(&self) -> Vec<f64> {
         self.samples_ns
             .iter()
             .map(|&ns| self.tokens() as f64 * 1e9 / ns.max(1) as f64)
             .collect()
     }
 
-    fn name(&self) -> String {
+    pub(super) fn name(&self) -> String {
         let test = match (self.n_prompt, self.n_gen) {
             (p, 0) => format!("pp{p}"),
             (0, g) => format!("tg{g}"),
             (p, g) => format!("pp{p}+tg{g}"),
         };
-        match self.n_depth {
+        let test = match self.n_depth {
             0 => test,
             d => format!("{test} @ d{d}"),
+        };
+        match self.n_parallel {
+            1 => test,
+            n => format!("{test} x{n}"),
         }
     }
 }
 
-fn mean_sd(v: &[f64]) -> (f64, f64) {
+pub(super) fn mean_sd(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
     let var = if v.len() > 1 {
@@ -65,19 +71,19 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 }
 
 /// Peak resident set size of this process (Linux), after `reset_peak_rss`.
-fn peak_rss() -> Option<u64> {
+pub(super) fn peak_rss() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
 
-fn reset_peak_rss() {
+pub(super) fn reset_peak_rss() {
     // "5" resets VmHWM to the current RSS (Linux >= 4.0); harmless where unsupported
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-fn random_tokens(rng: &mut Rng, n_vocab: usize, n: usize) -> Vec<u32> {
+pub(super) fn random_tokens(rng: &mut Rng, n_vocab: usize, n: usize) -> Vec<u32> {
     (0..n)
         .map(|_| (rng.next_u64() % n_vocab as u64) as u32)
         .collect()
@@ -125,6 +131,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
     let mut rng = Rng::new(1234);
     let mut tests = Vec::new();
     let mut header = None;
+    if !a.n_parallel.is_empty() && a.n_depth.iter().any(|&d| d > 0) {
+        return Err("-d is not supported with -np (each sequence starts empty)".into());
+    }
     for &t in &threads {
         let engine = Engine::load(
             &a.model,
@@ -139,8 +148,29 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             .into_iter()
             .filter(|&(p, g)| p + g > 0)
             .collect();
-        for (d, (p, g)) in a
-            .n_depth
+        let single = if a.n_parallel.is_empty() {
+            a.n_depth.as_slice()
+        } else {
+            &[]
+        };
+        for &np in &a.n_parallel {
+            let batched = super::bench_batched::run(&engine, a, t, np, &mut rng)?;
+            if !(a.json || a.output.as_deref() == Some("json")) {
+                for test in &batched {
+                    let (m, sd) = mean_sd(&test.samples_ts());
+                    let per_seq = m / np as f64;
+                    eprintln!(
+                        "{:>12} t={} {:>10.2} ± {:.2} t/s ({per_seq:.2} t/s per sequence)",
+                        test.name(),
+                        t,
+                        m,
+                        sd
+                    );
+                }
+            }
+            tests.extend(batched);
+        }
+        for (d, (p, g)) in single
             .iter()
             .flat_map(|&d| kinds.iter().map(move |&k| (d, k)))
         {
@@ -173,6 +203,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 n_prompt: p,
                 n_gen: g,
                 n_depth: d,
+                n_parallel: 1,
                 threads: t,
                 samples_ns,
                 peak_rss: peak_rss(),
@@ -213,6 +244,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     "n_prompt": t.n_prompt,
                     "n_gen": t.n_gen,
                     "n_depth": t.n_depth,
+                    "n_parallel": t.n_parallel,
+                    "per_seq_ts": avg_ts / t.n_parallel as f64,
                     "type_k": a.cache.k.name(),
                     "type_v": a.cache.v.name(),
                     "n_threads": t.threads,

@@ -1,4 +1,5 @@
 pub mod bench;
+mod bench_batched;
 pub mod info;
 pub mod perplexity;
 pub mod run;

@@ -37,7 +37,7 @@ use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::matmul::{
-    glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many, BatchAct, QMatrix,
+    glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many, uses_gemm, BatchAct, QMatrix,
 };
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
@@ -439,7 +439,7 @@ fn ffn_block(
         glu(&mut s.hb[..n_ff], &s.hb2[..n_ff]);
         matvec_f32(k, par, &l.down, &s.hb[..n_ff], &mut s.act1, &mut s.xb2[..d])?;
     } else {
-        if glu_fusable(k, &l.gate, &l.up) {
+        if uses_gemm(n) && glu_fusable(k, &l.gate, &l.up) {
             // gate and up in one pass that stores only glu(gate, up)
             s.act
                 .quantize(k, par, l.gate.act_type(), &s.xb[..n * d], n)?;

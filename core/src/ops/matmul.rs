@@ -523,16 +523,37 @@ pub fn matmul(
     let rows = w.rows;
     let dst = DisjointSlice::new(out);
     plan.for_each_share(par, &|start, end| match plan.gemm {
-        Some(gemm) if n > 1 => gemm_units(&plan, gemm, xq, n, start, end, &dst),
+        Some(gemm) if uses_gemm(n) => gemm_units(&plan, gemm, xq, n, start, end, &dst),
         _ => {
-            for t in 0..n {
-                // SAFETY: ranges are disjoint; token t's rows are [t·rows, (t+1)·rows).
-                let o = unsafe { dst.piece(t * rows + start * unit, (end - start) * unit) };
-                plan.run(xq.row(t), start, end, o);
+            // a few tokens: the matrix × vector kernel for each token over pieces of the
+            // range small enough to stay in L2 for the next token (weights read from
+            // memory once)
+            let piece = (GEMV_PIECE_BYTES / (unit * plan.w.row_bytes()).max(1)).max(1);
+            for p0 in (start..end).step_by(piece) {
+                let p1 = (p0 + piece).min(end);
+                for t in 0..n {
+                    // SAFETY: ranges are disjoint; token t's rows are [t·rows, (t+1)·rows).
+                    let o = unsafe { dst.piece(t * rows + p0 * unit, (p1 - p0) * unit) };
+                    plan.run(xq.row(t), p0, p1, o);
+                }
             }
         }
     });
     Ok(())
+}
+
+/// Most tokens for which a product runs the matrix × vector kernel per token (on weights
+/// still in cache) rather than the batch kernel: the batch kernels decode each block once
+/// for all tokens, which pays only from this many tokens on (decode steps of a few
+/// sequences).
+pub const GEMV_MAX_TOKENS: usize = 4;
+
+/// Bytes of weights each token runs over before the next token does (kept in L2).
+const GEMV_PIECE_BYTES: usize = 64 << 10;
+
+/// Whether a product over `n` tokens runs the batch kernels (where the layout has them).
+pub fn uses_gemm(n: usize) -> bool {
+    n > GEMV_MAX_TOKENS
 }
 
 /// Groups `[start, end)` of an interleaved matrix against the `n` tokens: one kernel call

@@ -17,9 +17,12 @@
 //! two `vpdpbusd` (docs/ARCHITECTURE.md: with pairs the kernels were bound by those loads).
 
 use core::arch::x86_64::*;
+use core::mem::MaybeUninit;
 
 use super::avx2::ld256;
-use super::avx2_x8::{accumulate, bcast4, gemm_decoded, q5_0_decode, scales8, Decoded};
+use super::avx2_x8::{
+    accumulate, bcast4, gemm_decoded, prefetch_ahead, q5_0_decode, scales8, Decoded,
+};
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 
@@ -200,6 +203,11 @@ struct Wide<const V: usize> {
 /// 6.4, 64 6.7.
 const WIDE_BLOCKS: usize = 40;
 
+/// Blocks per run when a call has at most [`SHORT_RUN_TOKENS`] tokens (decode steps of a few
+/// sequences): the decoded run is read by one or two tiles only, so it should stay in L1.
+const SHORT_RUN: usize = 8;
+const SHORT_RUN_TOKENS: usize = 16;
+
 /// Tokens a quad's tile runs: 4 tokens × 2 vectors of integer and of float sums stay in
 /// registers (the same bench: 4 tokens 6.4 ms, 5 6.5, 6 6.9).
 const QUAD_TILE: usize = 4;
@@ -365,14 +373,29 @@ unsafe fn gemm_wide<const V: usize, const TILE: usize>(
         q: [[_mm512_setzero_si512(); V]; 8],
         d: [_mm512_setzero_ps(); V],
     };
-    let mut dec = [zero; WIDE_BLOCKS];
-    for b0 in (0..nb).step_by(WIDE_BLOCKS) {
-        let m = WIDE_BLOCKS.min(nb - b0);
-        for (i, d) in dec[..m].iter_mut().enumerate() {
+    // not zeroed: a 46 KiB memset per call was 12% of a step of two tokens
+    let mut dec = [const { MaybeUninit::<Wide<V>>::uninit() }; WIDE_BLOCKS];
+    // few tokens: runs that stay in L1 between the decode and the tiles, and the weights
+    // (read from memory once per call, at the pace of the decoding) prefetched ahead as
+    // the matrix × vector kernels do
+    let few = acts.len() <= SHORT_RUN_TOKENS;
+    let (run, prefetch) = if few {
+        (SHORT_RUN, true)
+    } else {
+        (WIDE_BLOCKS, false)
+    };
+    for b0 in (0..nb).step_by(run) {
+        let m = run.min(nb - b0);
+        for (i, slot) in dec[..m].iter_mut().enumerate() {
+            let mut d = zero;
             for v in 0..V {
                 // SAFETY: block b0 + i < nb of groups 2v and 2v + 1.
                 let (lo, hi) = unsafe {
                     let p = w.as_ptr().add(2 * v * group_bytes + (b0 + i) * group_block);
+                    if prefetch {
+                        prefetch_ahead(p, group_block);
+                        prefetch_ahead(p.add(group_bytes), group_block);
+                    }
                     (decode(p), decode(p.add(group_bytes)))
                 };
                 for (q, (lo, hi)) in d.q.iter_mut().zip(lo.q.iter().zip(&hi.q)) {
@@ -380,8 +403,11 @@ unsafe fn gemm_wide<const V: usize, const TILE: usize>(
                 }
                 d.d[v] = join_ps(lo.d, hi.d);
             }
+            slot.write(d);
         }
-        wide_tiles::<V, TILE>(&dec[..m], b0, acts, shift, out);
+        // SAFETY: the first m were written above; MaybeUninit<T> has T's layout.
+        let dec = unsafe { &*(&dec[..m] as *const [MaybeUninit<Wide<V>>] as *const [Wide<V>]) };
+        wide_tiles::<V, TILE>(dec, b0, acts, shift, out);
     }
 }
 
