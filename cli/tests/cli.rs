@@ -289,6 +289,7 @@ fn bench_at_depth_with_a_quantized_cache() {
         let want = n_ctx * (128 / 32 * 34 + 128 * 4);
         assert_eq!(r["kv_cache_bytes"].as_u64().unwrap(), want);
         assert!(r["peak_rss_bytes"].as_u64().unwrap() > 0);
+        assert!(r["load_peak_rss_bytes"].as_u64().unwrap() > 0);
     }
     let out = superinfer(&["bench", "-m", p.to_str().unwrap(), "--ctk", "q4_1"]);
     assert!(!out.status.success());

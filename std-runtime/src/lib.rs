@@ -4,6 +4,7 @@
 pub mod cpu;
 mod engine;
 mod load;
+pub mod mem;
 pub mod perplexity;
 pub mod pool;
 mod session;

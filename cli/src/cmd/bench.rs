@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use superinfer_runtime::core::sampler::Rng;
+use superinfer_runtime::mem::{peak_rss_bytes, reset_peak_rss};
 use superinfer_runtime::{Engine, EngineOptions, Session, SessionOptions};
 
 use crate::args::BenchArgs;
@@ -25,6 +26,7 @@ struct Test {
     threads: usize,
     samples_ns: Vec<u64>,
     peak_rss: Option<u64>,
+    load_peak_rss: Option<u64>,
     kv_bytes: usize,
 }
 
@@ -62,19 +64,6 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
         0.0
     };
     (mean, var.sqrt())
-}
-
-/// Peak resident set size of this process (Linux), after `reset_peak_rss`.
-fn peak_rss() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-fn reset_peak_rss() {
-    // "5" resets VmHWM to the current RSS (Linux >= 4.0); harmless where unsupported
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 fn random_tokens(rng: &mut Rng, n_vocab: usize, n: usize) -> Vec<u32> {
@@ -126,6 +115,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
     let mut tests = Vec::new();
     let mut header = None;
     for &t in &threads {
+        reset_peak_rss();
         let engine = Engine::load(
             &a.model,
             &EngineOptions {
@@ -135,6 +125,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             },
         )
         .map_err(|e| e.to_string())?;
+        let load_peak_rss = peak_rss_bytes();
         let kinds: Vec<(usize, usize)> = [(a.n_prompt, 0), (0, a.n_gen)]
             .into_iter()
             .filter(|&(p, g)| p + g > 0)
@@ -175,7 +166,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 n_depth: d,
                 threads: t,
                 samples_ns,
-                peak_rss: peak_rss(),
+                peak_rss: peak_rss_bytes(),
+                load_peak_rss,
                 kv_bytes: s.kv_cache_bytes(),
             };
             if !(a.json || a.output.as_deref() == Some("json")) {
@@ -225,6 +217,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     "isa": isa_name,
                     "bytes_per_token": bytes_per_token,
                     "peak_rss_bytes": t.peak_rss,
+                    "load_peak_rss_bytes": t.load_peak_rss,
                     "kv_cache_bytes": t.kv_bytes,
                 })
             })
