@@ -80,14 +80,17 @@ impl Engine {
                     let bytes: &'static mut [u8] = unsafe {
                         std::mem::transmute::<&mut [u8], &'static mut [u8]>(a.bytes_mut())
                     };
-                    weights.interleave_into(&kernels, bytes, &pool)
+                    // each piece's source pages leave our resident set as soon as the piece
+                    // is repacked, so the load never holds both copies of the weights
+                    weights.interleave_into(&kernels, bytes, &pool, &|src| map.release_range(src))
                 }
                 // no anonymous mapping (e.g. a zero-sized one): the heap will do
                 Err(_) => weights.interleave(&kernels),
             }
             .map_err(|e| Error::model(path, e))?;
             // the file's copy of the repacked bytes is not read again: let the kernel drop
-            // those pages from our resident set (they stay in the page cache)
+            // those pages from our resident set (they stay in the page cache), including the
+            // ones the pieces shared at their edges and what the parse and the binding touched
             if repacked > 0 {
                 map.release();
             }

@@ -5,6 +5,7 @@
 pub mod cpu;
 mod engine;
 mod load;
+pub mod mem;
 pub mod perplexity;
 pub mod pool;
 pub mod scheduler;

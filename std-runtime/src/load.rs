@@ -5,6 +5,11 @@ use std::path::Path;
 
 use memmap2::{Mmap, MmapMut};
 
+/// The smallest page size of the platforms we run on: [`MappedFile::release_range`] rounds
+/// to it.
+#[cfg(unix)]
+const PAGE: usize = 4096;
+
 /// A read-only mapping of a model file.
 pub struct MappedFile {
     map: Mmap,
@@ -37,6 +42,38 @@ impl MappedFile {
 
     pub fn bytes(&self) -> &[u8] {
         &self.map
+    }
+
+    /// Drops the pages lying wholly inside `range` (a sub-slice of [`Self::bytes`]) from the
+    /// resident set (`MADV_DONTNEED`), as [`Self::release`] does for the whole mapping; the
+    /// bytes stay readable. Pages `range` shares with its neighbours stay (they may hold
+    /// other tensors still in use). A slice from elsewhere is ignored.
+    pub fn release_range(&self, range: &[u8]) {
+        #[cfg(unix)]
+        {
+            let base = self.map.as_ptr() as usize;
+            let Some(start) = (range.as_ptr() as usize).checked_sub(base) else {
+                return;
+            };
+            let end = start + range.len();
+            if end > self.map.len() {
+                return;
+            }
+            // the mapping starts on a page boundary, so offsets align as addresses do; where
+            // pages are larger than PAGE, madvise widens the range to whole pages, which
+            // discards nothing that cannot be read back either
+            let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+            if first < last {
+                // SAFETY: as in `release`: a read-only, file-backed mapping.
+                let _ = unsafe {
+                    self.map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        first,
+                        last - first,
+                    )
+                };
+            }
+        }
     }
 
     /// Drops the mapping's pages from the resident set (`MADV_DONTNEED`); the bytes stay

@@ -253,3 +253,74 @@ fn q8_0_cache_keeps_its_precision_under_large_biases() {
         assert!(error < 0.01, "batches of {batch}: {error}");
     }
 }
+
+/// `Weights::interleave_into` hands back each piece's source bytes once it is repacked (the
+/// std runtime drops them from its resident set as it goes): the pieces, several per
+/// matrix over 1 MiB, tile exactly the bytes of every matrix it repacks, each once.
+#[test]
+fn interleave_into_releases_every_repacked_source_byte_once() {
+    use std::sync::Mutex;
+    use superinfer_runtime::core::gguf::GgufFile;
+    use superinfer_runtime::core::kernels;
+    use superinfer_runtime::core::model::Weights;
+    use superinfer_runtime::cpu;
+    use superinfer_runtime::pool::ThreadPool;
+
+    let spec = Spec {
+        n_layer: 2,
+        n_ff: 8192, // gate / up / down: 2.1 MiB of Q8_0 each, three pieces
+        ..Spec::llama()
+    };
+    let bytes = synth::build(&spec);
+    let base = bytes.as_ptr() as usize;
+    let file = GgufFile::parse(&bytes).unwrap();
+    let k = kernels::select(&cpu::detect(), None).unwrap();
+    let mut arena = Vec::new();
+    let mut w = Weights::from_gguf(&file, &k).unwrap();
+    let span = |d: &[u8]| (d.as_ptr() as usize - base, d.len());
+    let mut want: Vec<(usize, usize)> = std::iter::once(&w.output)
+        .chain(
+            w.layers
+                .iter()
+                .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]),
+        )
+        .filter(|m| m.can_interleave(&k))
+        .map(|m| span(&m.data))
+        .collect();
+    if want.is_empty() {
+        eprintln!(
+            "{}: no interleaved kernels, nothing to repack",
+            k.isa().name()
+        );
+        return;
+    }
+    arena.resize(w.interleaved_size(&k), 0);
+    let released = Mutex::new(Vec::new());
+    let pool = ThreadPool::new(2);
+    let repacked = w
+        .interleave_into(&k, &mut arena, &pool, &|src| {
+            released.lock().unwrap().push(span(src))
+        })
+        .unwrap();
+    assert_eq!(repacked, want.iter().map(|&(_, n)| n).sum::<usize>());
+    let mut got = released.into_inner().unwrap();
+    assert!(got.len() > want.len(), "the large matrices come in pieces");
+    // the pieces, in order, are back to back within one matrix and cover it exactly
+    got.sort_unstable();
+    want.sort_unstable();
+    let mut pieces = got.into_iter().peekable();
+    for (start, len) in want {
+        let mut at = start;
+        while at < start + len {
+            let (s, n) = pieces.next().expect("a piece of every repacked byte");
+            assert_eq!(
+                s, at,
+                "pieces of the matrix at {start} leave a gap or overlap"
+            );
+            assert!(n > 0);
+            at += n;
+        }
+        assert_eq!(at, start + len, "a piece runs past the matrix at {start}");
+    }
+    assert_eq!(pieces.next(), None, "a piece of no repacked matrix");
+}

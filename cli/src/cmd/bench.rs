@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use superinfer_runtime::core::sampler::Rng;
+use superinfer_runtime::mem::{peak_rss_bytes, reset_peak_rss};
 use superinfer_runtime::{Engine, EngineOptions, Session, SessionOptions};
 
 use crate::args::BenchArgs;
@@ -27,6 +28,7 @@ pub(super) struct Test {
     pub threads: usize,
     pub samples_ns: Vec<u64>,
     pub peak_rss: Option<u64>,
+    pub load_peak_rss: Option<u64>,
     pub kv_bytes: usize,
 }
 
@@ -68,19 +70,6 @@ pub(super) fn mean_sd(v: &[f64]) -> (f64, f64) {
         0.0
     };
     (mean, var.sqrt())
-}
-
-/// Peak resident set size of this process (Linux), after `reset_peak_rss`.
-pub(super) fn peak_rss() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-pub(super) fn reset_peak_rss() {
-    // "5" resets VmHWM to the current RSS (Linux >= 4.0); harmless where unsupported
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 pub(super) fn random_tokens(rng: &mut Rng, n_vocab: usize, n: usize) -> Vec<u32> {
@@ -135,6 +124,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
         return Err("-d is not supported with -np (each sequence starts empty)".into());
     }
     for &t in &threads {
+        reset_peak_rss();
         let engine = Engine::load(
             &a.model,
             &EngineOptions {
@@ -144,6 +134,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             },
         )
         .map_err(|e| e.to_string())?;
+        let load_peak_rss = peak_rss_bytes();
         let kinds: Vec<(usize, usize)> = [(a.n_prompt, 0), (0, a.n_gen)]
             .into_iter()
             .filter(|&(p, g)| p + g > 0)
@@ -154,7 +145,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             &[]
         };
         for &np in &a.n_parallel {
-            let batched = super::bench_batched::run(&engine, a, t, np, &mut rng)?;
+            let batched = super::bench_batched::run(&engine, a, t, np, load_peak_rss, &mut rng)?;
             if !(a.json || a.output.as_deref() == Some("json")) {
                 for test in &batched {
                     let (m, sd) = mean_sd(&test.samples_ts());
@@ -206,7 +197,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 n_parallel: 1,
                 threads: t,
                 samples_ns,
-                peak_rss: peak_rss(),
+                peak_rss: peak_rss_bytes(),
+                load_peak_rss,
                 kv_bytes: s.kv_cache_bytes(),
             };
             if !(a.json || a.output.as_deref() == Some("json")) {
@@ -258,6 +250,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     "isa": isa_name,
                     "bytes_per_token": bytes_per_token,
                     "peak_rss_bytes": t.peak_rss,
+                    "load_peak_rss_bytes": t.load_peak_rss,
                     "kv_cache_bytes": t.kv_bytes,
                 })
             })

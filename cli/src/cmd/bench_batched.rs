@@ -10,7 +10,9 @@ use superinfer_runtime::core::sampler::Rng;
 use superinfer_runtime::scheduler::{Request, StepStats};
 use superinfer_runtime::{Engine, Scheduler, SchedulerOptions};
 
-use super::bench::{peak_rss, random_tokens, reset_peak_rss, Test};
+use superinfer_runtime::mem::{peak_rss_bytes, reset_peak_rss};
+
+use super::bench::{random_tokens, Test};
 use crate::args::BenchArgs;
 
 /// Runs the `np`-sequence test: one warm-up, then `-r` repetitions. Returns a prompt test and
@@ -20,6 +22,7 @@ pub(super) fn run(
     a: &BenchArgs,
     threads: usize,
     np: usize,
+    load_peak_rss: Option<u64>,
     rng: &mut Rng,
 ) -> Result<Vec<Test>, String> {
     let (p, n) = (a.n_prompt, a.n_gen);
@@ -63,7 +66,8 @@ pub(super) fn run(
         n_parallel: np,
         threads,
         samples_ns,
-        peak_rss: peak_rss(),
+        peak_rss: peak_rss_bytes(),
+        load_peak_rss,
         kv_bytes: sched.kv_cache_bytes(),
     };
     let mut tests = vec![test(p, 0, pp)];

@@ -166,11 +166,19 @@ impl<'a> Weights<'a> {
     /// spares the TLB misses of streaming the weights through 4 KiB pages every token).
     /// The matrices are repacked in pieces of whole row groups spread over `par`'s workers,
     /// so the arena's first touch (the kernel zeroing its pages) is spread too.
+    ///
+    /// `release` is called with each piece's source bytes (a sub-slice of a matrix's
+    /// [`QMatrix::data`] as it was) once the piece is repacked, from the worker that repacked
+    /// it: those bytes are not read again here, so a frontend whose weights are a mapped file
+    /// can drop them from its resident set as it goes, and loading never holds the source
+    /// and the repacked copy of the whole model at once. Pieces of one matrix may be
+    /// released in any order and while other workers still read neighbouring bytes.
     pub fn interleave_into(
         &mut self,
         k: &Kernels,
         arena: &'a mut [u8],
         par: &dyn Parallel,
+        release: &(dyn Fn(&[u8]) + Sync),
     ) -> Result<usize> {
         // each repacked matrix's place in the arena
         let mut rest = arena;
@@ -220,6 +228,7 @@ impl<'a> Weights<'a> {
                 if let Err(e) = interleaved::repack_into(m.ty, rows, m.cols, src, dst) {
                     failed.lock().get_or_insert(e);
                 }
+                release(src);
             }
         });
         drop(outs);
