@@ -284,7 +284,8 @@ fn bench_at_depth_with_a_quantized_cache() {
     for r in rows {
         assert_eq!(r["type_k"], "q8_0");
         assert_eq!(r["type_v"], "f32");
-        let n_ctx = r["n_depth"].as_u64().unwrap() + 4;
+        // the pool holds whole blocks of 16 positions
+        let n_ctx = (r["n_depth"].as_u64().unwrap() + 4).next_multiple_of(16);
         // 1 layer, 2 KV heads of 64: Q8_0 keys 34 bytes per 32 values, f32 values 4 bytes
         let want = n_ctx * (128 / 32 * 34 + 128 * 4);
         assert_eq!(r["kv_cache_bytes"].as_u64().unwrap(), want);
@@ -294,6 +295,52 @@ fn bench_at_depth_with_a_quantized_cache() {
     let out = superinfer(&["bench", "-m", p.to_str().unwrap(), "--ctk", "q4_1"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("q8_0"));
+}
+
+#[test]
+fn bench_runs_sequences_in_parallel() {
+    let p = model("bench-np");
+    let rows = bench_json(
+        &p,
+        &[
+            "-np", "1,3", "-p", "8", "-n", "4", "-r", "1", "-t", "2", "--json",
+        ],
+    );
+    let shape: Vec<(u64, u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["n_parallel"].as_u64().unwrap(),
+                r["n_prompt"].as_u64().unwrap(),
+                r["n_gen"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shape, [(1, 8, 0), (1, 0, 4), (3, 8, 0), (3, 0, 4)]);
+    for r in &rows {
+        let (avg, per_seq) = (
+            r["avg_ts"].as_f64().unwrap(),
+            r["per_seq_ts"].as_f64().unwrap(),
+        );
+        assert!(avg > 0.0);
+        let np = r["n_parallel"].as_f64().unwrap();
+        assert!(
+            (per_seq * np - avg).abs() < 1e-6 * avg,
+            "aggregate = per sequence x n"
+        );
+    }
+    for (args, says) in [
+        (&["-np", "0"][..], "at least 1"),
+        (&["-np", "2", "-d", "8"][..], "-d is not supported with -np"),
+        (&["-np", "2", "-p", "0"][..], "needs a prompt"),
+    ] {
+        let mut all = vec!["bench", "-m", p.to_str().unwrap(), "-r", "1"];
+        all.extend_from_slice(args);
+        let out = superinfer(&all);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
 
 /// The whole process's peak resident memory, load included, stays within the model file,

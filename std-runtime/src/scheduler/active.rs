@@ -10,7 +10,7 @@ use superinfer_core::model::SeqId;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
 
-use super::request::{Completion, Event, RequestError, RequestId, Submission};
+use super::request::{Completion, Event, RequestError, RequestId, Submission, TEXT_ONLY};
 use crate::session::StopReason;
 
 pub(super) struct Active {
@@ -147,7 +147,7 @@ impl Active {
         }
         if !rest.is_empty() {
             let _ = self.events.send(Event::Token {
-                id: u32::MAX,
+                id: TEXT_ONLY,
                 text: rest,
             });
         }

@@ -35,7 +35,9 @@ use superinfer_core::ops::attention::{KvType, BLOCK};
 use superinfer_core::sampler::Sampler;
 
 use self::active::Active;
-pub use self::request::{Client, Completion, Event, Handle, Request, RequestError, RequestId};
+pub use self::request::{
+    Client, Completion, Event, Handle, Request, RequestError, RequestId, TEXT_ONLY,
+};
 use self::request::{Limits, Submission};
 use crate::engine::Engine;
 use crate::session::{StopReason, UBATCH};

@@ -140,6 +140,10 @@ pub struct Completion {
     pub queue_time: Duration,
 }
 
+/// The id of a [`Event::Token`] that carries only text held back until the end of a request
+/// (no token of its own).
+pub const TEXT_ONLY: u32 = u32::MAX;
+
 /// What a request's stream carries, in order: tokens, then one `Done` or `Error`.
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -177,7 +181,9 @@ impl Handle {
         for ev in self.events.iter() {
             match ev {
                 Event::Token { id, text: t } => {
-                    ids.push(id);
+                    if id != TEXT_ONLY {
+                        ids.push(id);
+                    }
                     text.push_str(&t);
                 }
                 Event::Done(c) => return Ok((ids, text, c)),
