@@ -543,10 +543,11 @@ pub fn matmul(
 }
 
 /// Most tokens for which a product runs the matrix × vector kernel per token (on weights
-/// still in cache) rather than the batch kernel: the batch kernels decode each block once
-/// for all tokens, which pays only from this many tokens on (decode steps of a few
-/// sequences).
-pub const GEMV_MAX_TOKENS: usize = 4;
+/// still in cache) rather than the batch kernel. With the AVX-512 few-token kernels
+/// (`kernels/x86/avx512_few.rs`) the batch kernels win from two tokens on (Zen 4, one
+/// thread, Qwen2.5-0.5B, two sequences: 97 t/s against 67 per token); a table whose batch
+/// kernels decode runs of blocks to memory for every call would want this higher.
+pub const GEMV_MAX_TOKENS: usize = 1;
 
 /// Bytes of weights each token runs over before the next token does (kept in L2).
 const GEMV_PIECE_BYTES: usize = 64 << 10;

@@ -67,7 +67,8 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                         }
                         (a, sums)
                     };
-                    let tokens: Vec<_> = (0..2 * GEMM_TILE_MAX + 1).map(|_| act()).collect();
+                    // past 16 tokens: the AVX-512 kernels' few-token and wide paths both
+                    let tokens: Vec<_> = (0..2 * GEMM_TILE_MAX + 11).map(|_| act()).collect();
                     let (a, sums) = &tokens[0];
                     let (a, sums) = (a.clone(), sums.clone());
                     let packed = interleaved::repack(ty, rows, n, &w).unwrap();

@@ -135,6 +135,12 @@ pub(super) unsafe fn for_groups(
     }
 }
 
+/// What [`gemm_group`] hands its block function per token and block: nothing, the Q4_0
+/// offset, or the block's quant sum.
+pub(super) const NONE: u8 = 0;
+pub(super) const OFFSETS: u8 = 1;
+pub(super) const SUMS: u8 = 2;
+
 /// Runs `tile` over the tokens of `acts` [`GEMM_TOKENS`] at a time, each with its part of
 /// `out` (one `[f32; ROWS]` per token).
 pub(super) fn token_tiles(
@@ -176,14 +182,15 @@ pub(super) use by_token_count;
 /// One group against `T` tokens, taking each block's weights apart per tile of tokens: runs
 /// `block` over every block and stores each token's eight sums in `out[t]`. (Q8_0 and Q4_0,
 /// whose unpacking is one or two operations per vector, run faster this way than through
-/// [`gemm_decoded`].) The tokens' scales come as f32 from `acts` and, with `OFFSETS`, their
-/// blocks' Q4_0 offsets too, so the loop is vector work and loads only.
+/// [`gemm_decoded`].) The tokens' scales come as f32 from `acts` and, as `PER_BLOCK` says,
+/// each block's Q4_0 offset ([`OFFSETS`]) or quant sum ([`SUMS`]) for `block`, so the loop is
+/// vector work and loads only.
 ///
 /// # Safety
 /// `block` must only read the group's `group_block` bytes per block.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm_group<const T: usize, const OFFSETS: bool>(
+pub(super) unsafe fn gemm_group<const T: usize, const PER_BLOCK: u8>(
     cols: usize,
     w: &[u8],
     acts: BatchRows<'_>,
@@ -198,7 +205,11 @@ unsafe fn gemm_group<const T: usize, const OFFSETS: bool>(
     );
     let ys: [&[BlockQ8_0]; T] = arr(|t| &blocks::<BlockQ8_0>(acts.bytes(t))[..nb]);
     let dys: [&[f32]; T] = arr(|t| &acts.scales(t)[..nb]);
-    let offsets: [&[i32]; T] = arr(|t| if OFFSETS { &acts.offsets(t)[..nb] } else { &[] });
+    let extra: [&[i32]; T] = arr(|t| match PER_BLOCK {
+        OFFSETS => &acts.offsets(t)[..nb],
+        SUMS => &acts.sums(t)[..nb],
+        _ => &[],
+    });
     let mut acc = [_mm256_setzero_ps(); T];
     #[allow(clippy::needless_range_loop)] // block b of every token
     for b in 0..nb {
@@ -207,10 +218,10 @@ unsafe fn gemm_group<const T: usize, const OFFSETS: bool>(
         let p = unsafe { w.as_ptr().add(b * group_block) };
         let yb: [&BlockQ8_0; T] = arr(|t| unsafe { &*ys[t].as_ptr().add(b) });
         let sb: [i32; T] = arr(|t| {
-            if OFFSETS {
-                unsafe { *offsets[t].as_ptr().add(b) }
-            } else {
+            if PER_BLOCK == NONE {
                 0
+            } else {
+                unsafe { *extra[t].as_ptr().add(b) }
             }
         });
         let [isum] = block([p], yb, sb);
@@ -253,8 +264,14 @@ macro_rules! legacy_gemm {
     };
 }
 
-legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK, false);
-legacy_gemm!(gemm_q4_0, gemm_q4_0_t, q4_0_block, q4_0::GROUP_BLOCK, true);
+legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK, NONE);
+legacy_gemm!(
+    gemm_q4_0,
+    gemm_q4_0_t,
+    q4_0_block,
+    q4_0::GROUP_BLOCK,
+    OFFSETS
+);
 
 /// Defines `$gemv`, a matrix × vector kernel compiled with `$features` over a legacy block
 /// function (`$block::<1, 1>`) through [`for_groups`].

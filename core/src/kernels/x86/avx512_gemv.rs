@@ -33,7 +33,7 @@ use crate::quant::legacy::BlockQ8_0;
 /// Each `ps[g]` must point at a Q8_0 × 8 group block (272 bytes).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn q8_0_block<const G: usize, const T: usize>(
+pub(super) unsafe fn q8_0_block<const G: usize, const T: usize>(
     ps: [*const u8; G],
     ys: [&BlockQ8_0; T],
     sums: [i32; T],
@@ -76,7 +76,7 @@ fn join_chains<const G: usize, const T: usize>(
 /// Each `ps[g]` must point at a Q4_0 × 8 group block (144 bytes).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn q4_0_block<const G: usize, const T: usize>(
+pub(super) unsafe fn q4_0_block<const G: usize, const T: usize>(
     ps: [*const u8; G],
     ys: [&BlockQ8_0; T],
     sums: [i32; T],
@@ -106,7 +106,7 @@ unsafe fn q4_0_block<const G: usize, const T: usize>(
 /// Each `ps[g]` must point at a Q5_0 × 8 group block (176 bytes).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn q5_0_block<const G: usize, const T: usize>(
+pub(super) unsafe fn q5_0_block<const G: usize, const T: usize>(
     ps: [*const u8; G],
     ys: [&BlockQ8_0; T],
     sums: [i32; T],

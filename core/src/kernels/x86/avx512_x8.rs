@@ -23,6 +23,7 @@ use super::avx2::ld256;
 use super::avx2_x8::{
     accumulate, bcast4, gemm_decoded, prefetch_ahead, q5_0_decode, scales8, Decoded,
 };
+use super::avx512_few;
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 
@@ -471,17 +472,21 @@ unsafe fn gemm_groups(
     }
 }
 
-/// Defines a batch kernel `$gemm` over a decoder whose values carry `+ 1 << $shift`.
+/// Defines a batch kernel `$gemm` over a decoder whose values carry `+ 1 << $shift`; calls
+/// of at most `FEW_TOKENS` tokens go to `$few` (`avx512_few`).
 macro_rules! vnni_gemm {
-    ($gemm:ident, $decode:ident, $group_block:expr, $shift:expr) => {
+    ($gemm:ident, $decode:ident, $group_block:expr, $shift:expr, $few:ident) => {
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+            if acts.len() <= avx512_few::FEW_TOKENS {
+                return avx512_few::$few(cols, w, acts, out);
+            }
             // SAFETY: the decoder reads one group block.
             unsafe { gemm_groups(cols, w, acts, out, $group_block, $shift, |p| $decode(p)) }
         }
     };
 }
 
-vnni_gemm!(gemm_q8_0, q8_0_decode, q8_0::GROUP_BLOCK, 7);
-vnni_gemm!(gemm_q4_0, q4_0_decode, q4_0::GROUP_BLOCK, 3);
-vnni_gemm!(gemm_q5_0, q5_0_decode, q5_0::GROUP_BLOCK, 4);
+vnni_gemm!(gemm_q8_0, q8_0_decode, q8_0::GROUP_BLOCK, 7, gemm_few_q8_0);
+vnni_gemm!(gemm_q4_0, q4_0_decode, q4_0::GROUP_BLOCK, 3, gemm_few_q4_0);
+vnni_gemm!(gemm_q5_0, q5_0_decode, q5_0::GROUP_BLOCK, 4, gemm_few_q5_0);

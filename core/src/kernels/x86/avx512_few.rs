@@ -1,0 +1,130 @@
+//! AVX-512 VNNI batch kernels for a few tokens: the decode steps of a few sequences sharing
+//! one step. The wide kernels (`avx512_x8`, `avx512_x8_k`) decode runs of blocks to memory
+//! and run every tile of tokens over them, which pays with hundreds of tokens; with a handful
+//! the decoding is most of the work. Here each group runs against tiles of up to four tokens
+//! with every block taken apart in registers once per tile, by the matrix × vector kernels'
+//! block functions (`avx512_gemv`, `vpdpbusd` on 256-bit vectors) through AVX2's tile loop
+//! (`avx2_x8::gemm_group`); the k-quants run AVX2's batch kernels, which work the same way.
+//! The integer sums and the float accumulation are the other kernels', so the results are
+//! the same bits (asserted by the interleaved parity tests, which cover both sides of
+//! [`FEW_TOKENS`]).
+
+use super::avx2_x8::{gemm_group, tiles_of, SUMS};
+use super::avx2_x8_k;
+use super::avx512_gemv::{q4_0_block, q5_0_block, q8_0_block};
+use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, BatchRows, ROWS};
+use crate::quant::kquants::QK_K;
+use crate::quant::legacy::QK;
+
+/// Most tokens for which the AVX-512 batch kernels take this path (Zen 4, one thread,
+/// Qwen2.5-0.5B shipped, aggregate decode t/s of n sequences: n = 5 wide 99, these 116;
+/// n = 16 wide 177, these 145).
+pub(super) const FEW_TOKENS: usize = 11;
+
+/// Tokens per tile: 32 vector registers hold eight tokens' two sum chains and eight float
+/// sums (AVX2's sixteen hold four).
+const FEW_TILE: usize = 8;
+
+/// Calls `$f::<T>(args)` with `T = $n` (1 ..= 8) known at compile time.
+macro_rules! by_count8 {
+    ($n:expr, $f:ident($($arg:expr),*)) => {
+        match $n {
+            0 => {}
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            6 => $f::<6>($($arg),*),
+            7 => $f::<7>($($arg),*),
+            _ => $f::<8>($($arg),*),
+        }
+    };
+}
+
+/// Runs `group(w, out)` over each whole group of `w` (`group_bytes` each) with its `n`
+/// outputs.
+#[inline]
+fn per_group(
+    w: &[u8],
+    group_bytes: usize,
+    n: usize,
+    out: &mut [[f32; ROWS]],
+    mut group: impl FnMut(&[u8], &mut [[f32; ROWS]]),
+) {
+    if group_bytes == 0 || n == 0 {
+        out.fill([0.0; ROWS]);
+        return;
+    }
+    for (w, out) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(n)) {
+        group(w, out);
+    }
+}
+
+/// Defines `$gemm`, a batch kernel over the legacy block function `$block` (which takes each
+/// token's block quant sums).
+macro_rules! few_legacy {
+    ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+        pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+            let group_bytes = cols / QK * $group_block;
+            per_group(w, group_bytes, acts.len(), out, |w, out| {
+                tiles_of(FEW_TILE, acts, out, |a, o| {
+                    by_count8!(a.len(), $gemm_t(cols, w, a, o))
+                })
+            });
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+        fn $gemm_t<const T: usize>(
+            cols: usize,
+            w: &[u8],
+            acts: BatchRows<'_>,
+            out: &mut [[f32; ROWS]],
+        ) {
+            // SAFETY: the block function reads one group block per group pointer.
+            unsafe {
+                gemm_group::<T, SUMS>(cols, w, acts, out, $group_block, |p, y, s| {
+                    $block::<1, T>(p, y, s)
+                })
+            }
+        }
+    };
+}
+
+few_legacy!(
+    gemm_few_q8_0,
+    gemm_few_q8_0_t,
+    q8_0_block,
+    q8_0::GROUP_BLOCK
+);
+few_legacy!(
+    gemm_few_q4_0,
+    gemm_few_q4_0_t,
+    q4_0_block,
+    q4_0::GROUP_BLOCK
+);
+few_legacy!(
+    gemm_few_q5_0,
+    gemm_few_q5_0_t,
+    q5_0_block,
+    q5_0::GROUP_BLOCK
+);
+
+/// Q4_K through AVX2's batch kernel, group by group.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(super) fn gemm_few_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+    let group_bytes = cols / QK_K * q4_k::GROUP_BLOCK;
+    per_group(w, group_bytes, acts.len(), out, |w, out| {
+        avx2_x8_k::gemm_q4_k(cols, w, acts, out)
+    });
+}
+
+/// Q6_K through AVX2's batch kernel, group by group.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(super) fn gemm_few_q6_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+    let group_bytes = cols / QK_K * q6_k::GROUP_BLOCK;
+    per_group(w, group_bytes, acts.len(), out, |w, out| {
+        avx2_x8_k::gemm_q6_k(cols, w, acts, out)
+    });
+}
