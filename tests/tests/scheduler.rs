@@ -6,6 +6,8 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use superinfer_runtime::core::model::{forward, KvPool, Logits, PoolOptions, Scratch, SeqId, Step};
+use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::core::sampler::{Sampler, SamplerConfig};
 use superinfer_runtime::scheduler::{Event, Request, RequestError};
 use superinfer_runtime::{
@@ -275,4 +277,81 @@ fn events_stream_tokens_then_done() {
         .count();
     assert_eq!(tokens, 5);
     assert!(matches!(events.last(), Some(Event::Done(d)) if d.generated_tokens == 5));
+}
+
+/// The last logits of `tokens` appended to `seq`.
+fn feed(e: &Engine, pool: &mut KvPool, seq: SeqId, tokens: &[u32]) -> Vec<f32> {
+    let mut step = Step::new();
+    step.add(seq, pool.seq_len(seq).unwrap(), tokens, Logits::Last);
+    let mut out = Vec::new();
+    let mut scratch = Scratch::new(64);
+    forward(
+        e.weights(),
+        pool,
+        &mut scratch,
+        e.kernels(),
+        e.parallel(),
+        &step,
+        |_, l| out = l.to_vec(),
+    )
+    .unwrap();
+    out
+}
+
+const POOL: PoolOptions = PoolOptions {
+    n_ctx: 128,
+    n_positions: 256,
+    k_type: KvType::F16,
+    v_type: KvType::F16,
+};
+
+/// The last logits of `tokens` in a pool of their own.
+fn alone_logits(e: &Engine, tokens: &[u32]) -> Vec<f32> {
+    let mut pool = KvPool::new(e.weights(), &POOL).unwrap();
+    let s = pool.add_seq();
+    feed(e, &mut pool, s, tokens)
+}
+
+/// Forking a sequence shares its full blocks and copies its partial last one; both go on
+/// as if each had run alone, and a rollback into a shared block copies it first.
+#[test]
+fn forked_and_rolled_back_sequences_give_what_they_give_alone() {
+    let e = engine();
+    let mut pool = KvPool::new(e.weights(), &POOL).unwrap();
+    let base = prompt(3, 40); // two full blocks and 8 positions
+    let (a_tail, b_tail) = (prompt(4, 9), prompt(5, 7));
+    let cat = |x: &[u32], y: &[u32]| [x, y].concat();
+    let a = pool.add_seq();
+    feed(&e, &mut pool, a, &base);
+    let held = pool.stats().held;
+    let b = pool.fork(a).unwrap();
+    assert_eq!(
+        pool.stats().held,
+        held + 1,
+        "only the partial block is copied"
+    );
+    let got_a = feed(&e, &mut pool, a, &a_tail);
+    let got_b = feed(&e, &mut pool, b, &b_tail);
+    assert!(
+        got_a == alone_logits(&e, &cat(&base, &a_tail)),
+        "the original as alone"
+    );
+    assert!(
+        got_b == alone_logits(&e, &cat(&base, &b_tail)),
+        "the fork as alone"
+    );
+    // a rollback into the shared second block: it is copied before it is written
+    pool.truncate(b, 20).unwrap();
+    let got = feed(&e, &mut pool, b, &b_tail);
+    assert!(
+        got == alone_logits(&e, &cat(&base[..20], &b_tail)),
+        "rolled back"
+    );
+    // the original's blocks were not touched: its next token is what it is alone
+    let got = feed(&e, &mut pool, a, &[7]);
+    let want = alone_logits(&e, &cat(&cat(&base, &a_tail), &[7]));
+    assert!(got == want, "the original's blocks are intact");
+    pool.remove_seq(a).unwrap();
+    pool.remove_seq(b).unwrap();
+    assert_eq!(pool.stats().held, 0);
 }
