@@ -21,6 +21,9 @@ use crate::quant::legacy::QK;
 /// n = 16 wide 177, these 145).
 pub(super) const FEW_TOKENS: usize = 11;
 
+/// The same for the k-quants.
+pub(super) const FEW_KQUANT_TOKENS: usize = 4;
+
 /// Tokens per tile: 32 vector registers hold eight tokens' two sum chains and eight float
 /// sums (AVX2's sixteen hold four).
 const FEW_TILE: usize = 8;

@@ -465,7 +465,7 @@ fn gemm_groups<F: Format>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut 
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(super) fn gemm_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    if acts.len() <= avx512_few::FEW_TOKENS {
+    if acts.len() <= avx512_few::FEW_KQUANT_TOKENS {
         return avx512_few::gemm_few_q4_k(cols, w, acts, out);
     }
     gemm_groups::<Q4K>(cols, w, acts, out)
@@ -473,7 +473,7 @@ pub(super) fn gemm_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(super) fn gemm_q6_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    if acts.len() <= avx512_few::FEW_TOKENS {
+    if acts.len() <= avx512_few::FEW_KQUANT_TOKENS {
         return avx512_few::gemm_few_q6_k(cols, w, acts, out);
     }
     gemm_groups::<Q6K>(cols, w, acts, out)
