@@ -11,10 +11,14 @@
 
 use super::avx2_x8::{gemm_group, tiles_of, SUMS};
 use super::avx2_x8_k;
-use super::avx512_gemv::{q4_0_block, q5_0_block, q8_0_block};
+use core::arch::x86_64::*;
+
+use super::avx2::ld256;
+use super::avx2_x8::{arr, bcast4, bcast_pair};
+use super::avx512_gemv::q5_0_block;
 use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, BatchRows, ROWS};
 use crate::quant::kquants::QK_K;
-use crate::quant::legacy::QK;
+use crate::quant::legacy::{BlockQ8_0, QK};
 
 /// Most tokens for which the AVX-512 batch kernels take this path (Zen 4, one thread,
 /// Qwen2.5-0.5B shipped, aggregate decode t/s of n sequences: n = 5 wide 99, these 116;
@@ -98,13 +102,13 @@ macro_rules! few_legacy {
 few_legacy!(
     gemm_few_q8_0,
     gemm_few_q8_0_t,
-    q8_0_block,
+    q8_0_chain,
     q8_0::GROUP_BLOCK
 );
 few_legacy!(
     gemm_few_q4_0,
     gemm_few_q4_0_t,
-    q4_0_block,
+    q4_0_chain,
     q4_0::GROUP_BLOCK
 );
 few_legacy!(
@@ -130,4 +134,60 @@ pub(super) fn gemm_few_q6_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mu
     per_group(w, group_bytes, acts.len(), out, |w, out| {
         avx2_x8_k::gemm_q6_k(cols, w, acts, out)
     });
+}
+
+/// `avx512_gemv::q8_0_block` with one chain of sums per token (the matrix × vector kernel
+/// splits its one token's chain in two to overlap `vpdpbusd` latency; a tile's tokens are
+/// independent chains already, and one chain each leaves registers for eight of them). The
+/// integer sums are the same.
+///
+/// # Safety
+/// `p` must point at a Q8_0 × 8 group block (272 bytes).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn q8_0_chain<const G: usize, const T: usize>(
+    [p]: [*const u8; 1],
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+) -> [[__m256i; T]; 1] {
+    let flip = _mm256_set1_epi8(i8::MIN);
+    let mut isum: [__m256i; T] = arr(|t| _mm256_set1_epi32(-128 * sums[t]));
+    for c in 0..8 {
+        // SAFETY: chunk c of the block's 256 quant bytes (the caller's contract).
+        let x = _mm256_xor_si256(unsafe { ld256(p.add(16 + 32 * c)) }, flip);
+        for (isum, y) in isum.iter_mut().zip(&ys) {
+            // SAFETY: activation bytes 4c..4c + 4 of 32.
+            let y = unsafe { bcast4(y.qs.as_ptr().add(4 * c)) };
+            *isum = _mm256_dpbusd_epi32(*isum, x, y);
+        }
+    }
+    [isum]
+}
+
+/// `avx512_gemv::q4_0_block` with one chain of sums per token (see [`q8_0_chain`]).
+///
+/// # Safety
+/// `p` must point at a Q4_0 × 8 group block (144 bytes).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn q4_0_chain<const G: usize, const T: usize>(
+    [p]: [*const u8; 1],
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+) -> [[__m256i; T]; 1] {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let mut isum: [__m256i; T] = arr(|t| _mm256_set1_epi32(-8 * sums[t]));
+    for c in 0..4 {
+        // SAFETY: chunk c of the block's 128 quant bytes (the caller's contract).
+        let x = unsafe { ld256(p.add(16 + 32 * c)) };
+        let lo = _mm256_and_si256(x, low4);
+        let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+        for (isum, y) in isum.iter_mut().zip(&ys) {
+            // SAFETY: activation bytes 4c and 16 + 4c.
+            let (y0, y1) = unsafe { bcast_pair(y, c) };
+            *isum = _mm256_dpbusd_epi32(*isum, lo, y0);
+            *isum = _mm256_dpbusd_epi32(*isum, hi, y1);
+        }
+    }
+    [isum]
 }
