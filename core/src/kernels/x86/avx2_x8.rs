@@ -190,7 +190,7 @@ pub(super) use by_token_count;
 /// `block` must only read the group's `group_block` bytes per block.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn gemm_group<const T: usize, const PER_BLOCK: u8>(
+pub(super) unsafe fn gemm_group<const T: usize, const PER_BLOCK: u8, const PREFETCH: bool>(
     cols: usize,
     w: &[u8],
     acts: BatchRows<'_>,
@@ -216,6 +216,9 @@ pub(super) unsafe fn gemm_group<const T: usize, const PER_BLOCK: u8>(
         // SAFETY (the reads below): block b < nb of the group (checked above) and of each
         // token's blocks, scales and (with OFFSETS) offsets (each sliced to nb above).
         let p = unsafe { w.as_ptr().add(b * group_block) };
+        if PREFETCH {
+            prefetch_ahead(p, group_block);
+        }
         let yb: [&BlockQ8_0; T] = arr(|t| unsafe { &*ys[t].as_ptr().add(b) });
         let sb: [i32; T] = arr(|t| {
             if PER_BLOCK == NONE {
@@ -256,7 +259,7 @@ macro_rules! legacy_gemm {
         ) {
             // SAFETY: the block function reads one group block per group pointer.
             unsafe {
-                gemm_group::<T, $offsets>(cols, w, acts, out, $group_block, |p, y, s| {
+                gemm_group::<T, $offsets, false>(cols, w, acts, out, $group_block, |p, y, s| {
                     $block::<1, T>(p, y, s)
                 })
             }

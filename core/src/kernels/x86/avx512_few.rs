@@ -91,7 +91,7 @@ macro_rules! few_legacy {
         ) {
             // SAFETY: the block function reads one group block per group pointer.
             unsafe {
-                gemm_group::<T, SUMS>(cols, w, acts, out, $group_block, |p, y, s| {
+                gemm_group::<T, SUMS, true>(cols, w, acts, out, $group_block, |p, y, s| {
                     $block::<1, T>(p, y, s)
                 })
             }
