@@ -130,6 +130,12 @@ fn bad_requests_are_refused_and_the_others_go_on() {
     let c = sched.submit(Request::greedy(prompt(4, 10), 6)).unwrap();
     sched.run_until_idle().unwrap();
     assert!(c.wait().is_ok());
+    // max_tokens 0: the prompt runs, nothing is generated
+    let d = sched.submit(Request::greedy(prompt(5, 10), 0)).unwrap();
+    sched.run_until_idle().unwrap();
+    let (ids, text, done) = d.wait().unwrap();
+    assert!(ids.is_empty() && text.is_empty());
+    assert_eq!((done.generated_tokens, done.stop), (0, StopReason::Length));
     assert_eq!(sched.pool_stats().held, 0);
 }
 

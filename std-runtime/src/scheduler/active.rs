@@ -88,6 +88,10 @@ impl Active {
         if self.ended {
             return;
         }
+        if self.max_tokens == 0 {
+            // the prompt only (its keys and values stay cached for later requests)
+            return self.finish(StopReason::Length);
+        }
         let id = self.sampler.sample(logits, &self.history);
         self.generated += 1;
         self.first_token.get_or_insert_with(Instant::now);
