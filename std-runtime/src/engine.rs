@@ -144,6 +144,19 @@ impl Engine {
         self.file_size
     }
 
+    /// The context a session or sequence gets for a requested `n_ctx` (0: min(4096, the
+    /// trained context)); more than the trained context is a usage error.
+    pub(crate) fn context_size(&self, n_ctx: usize) -> Result<usize, Error> {
+        let trained = self.config().n_ctx_train;
+        let n_ctx = if n_ctx == 0 { trained.min(4096) } else { n_ctx };
+        if n_ctx > trained {
+            return Err(Error::Usage(format!(
+                "context size {n_ctx} exceeds the model's trained context of {trained} tokens"
+            )));
+        }
+        Ok(n_ctx)
+    }
+
     /// A new session with its own KV cache.
     pub fn session(&self, opts: &SessionOptions) -> Result<Session<'_>, Error> {
         Session::new(self, opts)

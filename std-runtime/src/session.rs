@@ -82,17 +82,7 @@ pub struct Session<'e> {
 impl<'e> Session<'e> {
     pub(crate) fn new(engine: &'e Engine, opts: &SessionOptions) -> Result<Session<'e>, Error> {
         let c = engine.config();
-        let n_ctx = if opts.n_ctx == 0 {
-            c.n_ctx_train.min(4096)
-        } else {
-            opts.n_ctx
-        };
-        if n_ctx > c.n_ctx_train {
-            return Err(Error::Usage(format!(
-                "context size {n_ctx} exceeds the model's trained context of {} tokens",
-                c.n_ctx_train
-            )));
-        }
+        let n_ctx = engine.context_size(opts.n_ctx)?;
         let mut pool = KvPool::new(
             engine.weights(),
             &PoolOptions {

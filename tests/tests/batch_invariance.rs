@@ -148,37 +148,23 @@ fn invariance(model: (&str, &str, &str), kv: KvType) {
             run(&e, &[plan], 512, kv).remove(0)
         })
         .collect();
+    // every prompt with its start round and chunk sizes
+    let plans = |plan: &dyn Fn(usize) -> (usize, Vec<usize>)| -> Vec<Plan> {
+        let plan_of = |(i, p): (usize, &Vec<u32>)| {
+            let (start, chunks) = plan(i);
+            Plan {
+                prompt: p.clone(),
+                start,
+                chunks,
+            }
+        };
+        prompts.iter().enumerate().map(plan_of).collect()
+    };
     // together, started one round apart: prompts of some share steps with decode tokens of
     // others
-    let together = run(
-        &e,
-        &prompts
-            .iter()
-            .enumerate()
-            .map(|(i, p)| Plan {
-                prompt: p.clone(),
-                start: i,
-                chunks: vec![512],
-            })
-            .collect::<Vec<_>>(),
-        512,
-        kv,
-    );
+    let together = run(&e, &plans(&|i| (i, vec![512])), 512, kv);
     // together, prompts cut into chunks of various sizes, passes of at most 48 tokens
-    let chunked = run(
-        &e,
-        &prompts
-            .iter()
-            .enumerate()
-            .map(|(i, p)| Plan {
-                prompt: p.clone(),
-                start: i % 3,
-                chunks: vec![1 + i * 5, 16, 7 + i],
-            })
-            .collect::<Vec<_>>(),
-        48,
-        kv,
-    );
+    let chunked = run(&e, &plans(&|i| (i % 3, vec![1 + i * 5, 16, 7 + i])), 48, kv);
     for (i, a) in alone.iter().enumerate() {
         assert_eq!(a.1.len(), GEN);
         for (how, other) in [("among 7 others", &together[i]), ("chunked", &chunked[i])] {

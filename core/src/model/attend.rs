@@ -8,38 +8,36 @@
 //! depend on the tile it sits in nor on the other runs, so none of this changes a result.
 
 use super::config::Config;
+use super::kv_pool::KvPool;
+use super::step::Span;
 use super::token::attn_window;
+use crate::error::Result;
 use crate::kernels::Kernels;
 use crate::ops::attention::flash::{tile_tokens, FlashScratch, Tile};
-use crate::ops::attention::{HeadRows, KvLayer};
+use crate::ops::attention::HeadRows;
 use crate::parallel::{DisjointSlice, Parallel};
 
-/// `n` consecutive tokens of one sequence at positions `pos0..pos0 + n`, rows
-/// `first..first + n` of the step's queries and outputs; `blocks` is where the sequence's
-/// positions are stored.
-#[derive(Clone, Copy)]
-pub(super) struct Run<'a> {
-    pub first: usize,
-    pub n: usize,
-    pub pos0: usize,
-    pub blocks: &'a [u32],
-}
-
-/// Attention of layer `il` for `runs`, on as many workers as there are `scratch` buffers
-/// (every token's keys and values are already in the cache): `q` holds `n_head` rows of
-/// `head_dim_k` per token of the step, `out` receives `n_head` rows of `head_dim_v`.
+/// Attention of layer `il` for `runs` (spans of the pass: rows `first..first + n` of `q` and
+/// `out`, at positions `pos0..`, each against its own sequence's blocks of `pool`), on as
+/// many workers as there are `scratch` buffers (every token's keys and values are already in
+/// the cache): `q` holds `n_head` rows of `head_dim_k` per token, `out` receives `n_head`
+/// rows of `head_dim_v`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn attend(
     k: &Kernels,
     c: &Config,
     il: usize,
-    kv: KvLayer<'_>,
+    pool: &KvPool,
     scratch: &mut [FlashScratch],
     par: &dyn Parallel,
     q: &[f32],
     out: &mut [f32],
-    runs: &[Run<'_>],
-) {
+    runs: &[Span],
+) -> Result<()> {
+    for r in runs {
+        pool.seq_blocks(r.seq)?;
+    }
+    let kv = pool.layer(il);
     let (dk, dv) = (c.head_dim_k, c.head_dim_v);
     let n_kv = c.n_head_kv.max(1);
     let group = (c.n_head / n_kv).max(1);
@@ -66,6 +64,7 @@ pub(super) fn attend(
                 run += 1;
             }
             let r = runs[run];
+            let blocks = pool.seq_blocks(r.seq).expect("checked before the dispatch");
             let local = task - run_first_task;
             let (part, g, t0) = (
                 local % parts,
@@ -100,7 +99,7 @@ pub(super) fn attend(
                 scale: c.attn_scale,
                 softcap: c.attn_softcap,
                 n_rows,
-                blocks: Some(r.blocks),
+                blocks: Some(blocks),
             };
             kernel(ops, &tile, s);
             for (row, (t, h)) in rows().enumerate() {
@@ -110,4 +109,5 @@ pub(super) fn attend(
             }
         }
     });
+    Ok(())
 }

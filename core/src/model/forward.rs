@@ -28,16 +28,16 @@
 use alloc::vec::Vec;
 
 use super::arch::Activation;
-use super::attend::{attend, Run};
-use super::kv_pool::{KvPool, SeqId};
+use super::attend::attend;
+use super::kv_pool::KvPool;
 use super::scratch::{Scratch, LOGIT_ROWS, ROW_CHUNK};
-use super::step::Step;
+use super::step::{Span, Step};
 use super::token::{add_bias, ready_token};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::matmul::{
-    glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many, uses_gemm, BatchAct, QMatrix,
+    glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many, BatchAct, QMatrix,
 };
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
@@ -45,15 +45,6 @@ use crate::parallel::{for_each_range, DisjointSlice, Parallel};
 /// Attention work (Σ tokens × positions seen) from which a step's attention tiles are spread
 /// over the threads (below it the whole attention costs less than waking the workers).
 const PARALLEL_ATTN_MIN: usize = 128;
-
-/// A span's share of one pass: `n` tokens from pass row `first`, at positions `pos0..`.
-#[derive(Clone, Copy)]
-struct PassRun {
-    seq: SeqId,
-    first: usize,
-    n: usize,
-    pos0: usize,
-}
 
 /// Runs `step` over the sequences of `pool` and calls `on_logits(i, logits)` for every entry
 /// `i` that wants logits, in entry order. Each span must start at its sequence's next
@@ -77,7 +68,8 @@ pub fn forward(
         )));
     }
     // each span continues its sequence: (sequence, next position, tokens of this step)
-    let mut seqs: Vec<(SeqId, usize, usize)> = Vec::new();
+    let mut seqs = core::mem::take(&mut s.seqs);
+    seqs.clear();
     for sp in step.spans() {
         let i = match seqs.iter().position(|&(q, ..)| q == sp.seq) {
             Some(i) => i,
@@ -101,10 +93,13 @@ pub fn forward(
     for &(seq, _, added) in &seqs {
         pool.reserve(seq, added)?;
     }
+    s.seqs = seqs;
 
-    // passes of at most the scratch's capacity, spans cut where a pass ends
+    // passes of at most the scratch's capacity, spans cut where a pass ends (a pass's spans
+    // count their first entry from the pass's start)
     let cap = s.capacity();
-    let mut runs: Vec<PassRun> = Vec::new();
+    let mut runs = core::mem::take(&mut s.spans);
+    runs.clear();
     let mut pass_start = 0;
     for sp in step.spans() {
         let mut done = 0;
@@ -117,7 +112,7 @@ pub fn forward(
                 continue;
             }
             let n = (sp.n - done).min(cap - at);
-            runs.push(PassRun {
+            runs.push(Span {
                 seq: sp.seq,
                 first: at,
                 n,
@@ -129,6 +124,7 @@ pub fn forward(
     if !runs.is_empty() {
         run_pass(w, pool, s, k, par, step, pass_start, &runs, &mut on_logits)?;
     }
+    s.spans = runs;
     Ok(())
 }
 
@@ -143,7 +139,7 @@ fn run_pass(
     par: &dyn Parallel,
     step: &Step,
     first: usize,
-    runs: &[PassRun],
+    runs: &[Span],
     on_logits: &mut impl FnMut(usize, &mut [f32]),
 ) -> Result<()> {
     let c = &w.config;
@@ -168,7 +164,9 @@ fn run_pass(
         ffn_block(w, s, k, par, l, n)?;
     }
 
-    let wanted: Vec<usize> = (0..n).filter(|&t| step.wants(first + t)).collect();
+    let mut wanted = core::mem::take(&mut s.wanted);
+    wanted.clear();
+    wanted.extend((0..n).filter(|&t| step.wants(first + t)));
     let vocab = c.n_vocab;
     if let [t] = wanted[..] {
         // one row (a prompt's last token, a decode step): the matrix × vector kernel
@@ -202,6 +200,7 @@ fn run_pass(
             }
         }
     }
+    s.wanted = wanted;
     for r in runs {
         pool.commit(r.seq, &tokens[r.first..r.first + r.n])?;
     }
@@ -314,7 +313,7 @@ fn attention_block(
     par: &dyn Parallel,
     il: usize,
     l: &Layer<'_>,
-    runs: &[PassRun],
+    runs: &[Span],
     n: usize,
 ) -> Result<()> {
     let c = &w.config;
@@ -371,27 +370,8 @@ fn attention_block(
         1
     };
     s.ensure_attn_scratch(c.attn_shape(), workers);
-    let mut attn_runs = Vec::with_capacity(runs.len());
-    for r in runs {
-        attn_runs.push(Run {
-            first: r.first,
-            n: r.n,
-            pos0: r.pos0,
-            blocks: pool.seq_blocks(r.seq)?,
-        });
-    }
     let scratch = &mut s.attn_scratch[..workers];
-    attend(
-        k,
-        c,
-        il,
-        pool.layer(il),
-        scratch,
-        par,
-        &s.q,
-        &mut s.attn,
-        &attn_runs,
-    );
+    attend(k, c, il, pool, scratch, par, &s.q, &mut s.attn, runs)?;
     for out in s.attn.chunks_exact_mut(o_row).take(n) {
         pool.finish_output(il, out);
     }
@@ -439,7 +419,7 @@ fn ffn_block(
         glu(&mut s.hb[..n_ff], &s.hb2[..n_ff]);
         matvec_f32(k, par, &l.down, &s.hb[..n_ff], &mut s.act1, &mut s.xb2[..d])?;
     } else {
-        if uses_gemm(n) && glu_fusable(k, &l.gate, &l.up) {
+        if glu_fusable(k, &l.gate, &l.up) {
             // gate and up in one pass that stores only glu(gate, up)
             s.act
                 .quantize(k, par, l.gate.act_type(), &s.xb[..n * d], n)?;

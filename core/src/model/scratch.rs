@@ -7,6 +7,8 @@
 use alloc::vec::Vec;
 
 use super::config::Config;
+use super::kv_pool::SeqId;
+use super::step::Span;
 use super::token::rope_angles;
 use super::weights::Weights;
 use crate::ops::aligned::AlignedF32;
@@ -52,6 +54,11 @@ pub struct Scratch {
     pass: u64,
     /// Logits of up to [`LOGIT_ROWS`] tokens.
     pub(super) logits: Vec<f32>,
+    /// A step's sequences (sequence, next position, tokens added), its spans cut into
+    /// passes, and a pass's entries that want logits: reused by every step.
+    pub(super) seqs: Vec<(SeqId, usize, usize)>,
+    pub(super) spans: Vec<Span>,
+    pub(super) wanted: Vec<usize>,
 }
 
 /// The RoPE angles of a pass's tokens for one (base, scale): `n_rot / 2` cosines and sines
@@ -87,6 +94,9 @@ impl Scratch {
             positions: Vec::new(),
             pass: 0,
             logits: Vec::new(),
+            seqs: Vec::new(),
+            spans: Vec::new(),
+            wanted: Vec::new(),
         }
     }
 

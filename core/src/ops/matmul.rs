@@ -523,9 +523,9 @@ pub fn matmul(
     let rows = w.rows;
     let dst = DisjointSlice::new(out);
     plan.for_each_share(par, &|start, end| match plan.gemm {
-        Some(gemm) if uses_gemm(n) => gemm_units(&plan, gemm, xq, n, start, end, &dst),
+        Some(gemm) if n > 1 => gemm_units(&plan, gemm, xq, n, start, end, &dst),
         _ => {
-            // a few tokens: the matrix × vector kernel for each token over pieces of the
+            // no batch kernel: the matrix × vector kernel for each token over pieces of the
             // range small enough to stay in L2 for the next token (weights read from
             // memory once)
             let piece = (GEMV_PIECE_BYTES / (unit * plan.w.row_bytes()).max(1)).max(1);
@@ -542,20 +542,8 @@ pub fn matmul(
     Ok(())
 }
 
-/// Most tokens for which a product runs the matrix × vector kernel per token (on weights
-/// still in cache) rather than the batch kernel. With the AVX-512 few-token kernels
-/// (`kernels/x86/avx512_few.rs`) the batch kernels win from two tokens on (Zen 4, one
-/// thread, Qwen2.5-0.5B, two sequences: 97 t/s against 67 per token); a table whose batch
-/// kernels decode runs of blocks to memory for every call would want this higher.
-pub const GEMV_MAX_TOKENS: usize = 1;
-
 /// Bytes of weights each token runs over before the next token does (kept in L2).
 const GEMV_PIECE_BYTES: usize = 64 << 10;
-
-/// Whether a product over `n` tokens runs the batch kernels (where the layout has them).
-pub fn uses_gemm(n: usize) -> bool {
-    n > GEMV_MAX_TOKENS
-}
 
 /// Groups `[start, end)` of an interleaved matrix against the `n` tokens: one kernel call
 /// per `Kernels::gemm_groups` groups and block of tokens takes the groups' weights apart

@@ -67,6 +67,11 @@ impl Active {
         }
     }
 
+    /// The request's cancel switch (shared with its `Handle`).
+    pub fn cancel_flag(&self) -> &AtomicBool {
+        &self.cancel
+    }
+
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
     }

@@ -102,17 +102,7 @@ pub struct Scheduler<'e> {
 impl<'e> Scheduler<'e> {
     pub fn new(engine: &'e Engine, o: &SchedulerOptions) -> Result<Scheduler<'e>, Error> {
         let c = engine.config();
-        let n_ctx = if o.n_ctx == 0 {
-            c.n_ctx_train.min(4096)
-        } else {
-            o.n_ctx
-        };
-        if n_ctx > c.n_ctx_train {
-            return Err(Error::Usage(format!(
-                "context size {n_ctx} exceeds the model's trained context of {} tokens",
-                c.n_ctx_train
-            )));
-        }
+        let n_ctx = engine.context_size(o.n_ctx)?;
         if o.n_parallel == 0 {
             return Err(Error::Usage("-np must be at least 1".into()));
         }
@@ -197,20 +187,17 @@ impl<'e> Scheduler<'e> {
     /// request is here (it ended, or was never received).
     pub fn cancel(&mut self, id: RequestId) -> bool {
         self.receive();
-        if let Some(at) = self.queue.iter().position(|s| s.id == id) {
-            let s = self.queue.remove(at).expect("found");
-            self.client.waiting.fetch_sub(1, Ordering::AcqRel);
-            let _ = s.events.send(Event::Error(RequestError::Cancelled));
-            return true;
+        let waiting = self.queue.iter().filter(|s| s.id == id).map(|s| &*s.cancel);
+        let running = self.active.iter().filter(|a| a.id == id && !a.ended);
+        let mut found = false;
+        for flag in waiting.chain(running.map(Active::cancel_flag)) {
+            flag.store(true, Ordering::Relaxed);
+            found = true;
         }
-        match self.active.iter_mut().find(|a| a.id == id && !a.ended) {
-            Some(a) => {
-                a.finish(StopReason::Cancelled);
-                self.retire();
-                true
-            }
-            None => false,
+        if found {
+            self.drop_cancelled();
         }
+        found
     }
 
     /// Requests running now.
@@ -314,16 +301,14 @@ impl<'e> Scheduler<'e> {
     }
 
     fn drop_cancelled(&mut self) {
-        let mut kept = VecDeque::with_capacity(self.queue.len());
-        for s in self.queue.drain(..) {
+        let waiting = &self.client.waiting;
+        self.queue.retain(|s| {
             if s.cancelled() {
-                self.client.waiting.fetch_sub(1, Ordering::AcqRel);
+                waiting.fetch_sub(1, Ordering::AcqRel);
                 let _ = s.events.send(Event::Error(RequestError::Cancelled));
-            } else {
-                kept.push_back(s);
             }
-        }
-        self.queue = kept;
+            !s.cancelled()
+        });
         for a in &mut self.active {
             if a.cancelled() {
                 a.finish(StopReason::Cancelled);
@@ -410,8 +395,7 @@ impl<'e> Scheduler<'e> {
             let mut n = a.prompt_left().min(budget);
             if self.pool.reserve(a.seq, n).is_err() {
                 // as much as the free blocks hold
-                let room = room(&self.pool, a.seq, a.fed);
-                n = n.min(room);
+                n = n.min(self.pool.room(a.seq).unwrap_or(0));
                 if n == 0 || self.pool.reserve(a.seq, n).is_err() {
                     blocked = Some(i);
                     continue;
@@ -441,13 +425,6 @@ impl<'e> Scheduler<'e> {
         }
         (prompted, decoded)
     }
-}
-
-/// Positions sequence `seq` (holding `len`) can still write: what its blocks hold past `len`
-/// and what the pool's available blocks hold.
-fn room(pool: &KvPool, seq: superinfer_core::model::SeqId, len: usize) -> usize {
-    let held = pool.seq_blocks(seq).map_or(0, |b| b.len() * BLOCK);
-    held.saturating_sub(len) + pool.available_blocks() * BLOCK
 }
 
 /// Whole blocks at the start of `a` that `b` starts with too (not counting `a`'s last token,

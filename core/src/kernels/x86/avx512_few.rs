@@ -118,22 +118,31 @@ few_legacy!(
     q5_0::GROUP_BLOCK
 );
 
-/// Q4_K through AVX2's batch kernel, group by group.
+/// A k-quant batch kernel through AVX2's (`kernel`, one group at a time), group by group.
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub(super) fn gemm_few_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    let group_bytes = cols / QK_K * q4_k::GROUP_BLOCK;
-    per_group(w, group_bytes, acts.len(), out, |w, out| {
-        avx2_x8_k::gemm_q4_k(cols, w, acts, out)
+fn few_kquant(
+    cols: usize,
+    w: &[u8],
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
+    group_block: usize,
+    kernel: unsafe fn(usize, &[u8], BatchRows<'_>, &mut [[f32; ROWS]]),
+) {
+    per_group(w, cols / QK_K * group_block, acts.len(), out, |w, out| {
+        // SAFETY: this function's features include the AVX2 kernel's.
+        unsafe { kernel(cols, w, acts, out) }
     });
 }
 
-/// Q6_K through AVX2's batch kernel, group by group.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(super) fn gemm_few_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+    few_kquant(cols, w, acts, out, q4_k::GROUP_BLOCK, avx2_x8_k::gemm_q4_k);
+}
+
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(super) fn gemm_few_q6_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    let group_bytes = cols / QK_K * q6_k::GROUP_BLOCK;
-    per_group(w, group_bytes, acts.len(), out, |w, out| {
-        avx2_x8_k::gemm_q6_k(cols, w, acts, out)
-    });
+    few_kquant(cols, w, acts, out, q6_k::GROUP_BLOCK, avx2_x8_k::gemm_q6_k);
 }
 
 /// `avx512_gemv::q8_0_block` with one chain of sums per token (the matrix × vector kernel

@@ -20,9 +20,7 @@ use core::arch::x86_64::*;
 use core::mem::MaybeUninit;
 
 use super::avx2::ld256;
-use super::avx2_x8::{
-    accumulate, bcast4, gemm_decoded, prefetch_ahead, q5_0_decode, scales8, Decoded,
-};
+use super::avx2_x8::{accumulate, bcast4, gemm_decoded, q5_0_decode, scales8, Decoded};
 use super::avx512_few;
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
@@ -204,11 +202,6 @@ struct Wide<const V: usize> {
 /// 6.4, 64 6.7.
 const WIDE_BLOCKS: usize = 40;
 
-/// Blocks per run when a call has at most [`SHORT_RUN_TOKENS`] tokens (decode steps of a few
-/// sequences): the decoded run is read by one or two tiles only, so it should stay in L1.
-const SHORT_RUN: usize = 8;
-const SHORT_RUN_TOKENS: usize = 16;
-
 /// Tokens a quad's tile runs: 4 tokens × 2 vectors of integer and of float sums stay in
 /// registers (the same bench: 4 tokens 6.4 ms, 5 6.5, 6 6.9).
 const QUAD_TILE: usize = 4;
@@ -376,27 +369,14 @@ unsafe fn gemm_wide<const V: usize, const TILE: usize>(
     };
     // not zeroed: a 46 KiB memset per call was 12% of a step of two tokens
     let mut dec = [const { MaybeUninit::<Wide<V>>::uninit() }; WIDE_BLOCKS];
-    // few tokens: runs that stay in L1 between the decode and the tiles, and the weights
-    // (read from memory once per call, at the pace of the decoding) prefetched ahead as
-    // the matrix × vector kernels do
-    let few = acts.len() <= SHORT_RUN_TOKENS;
-    let (run, prefetch) = if few {
-        (SHORT_RUN, true)
-    } else {
-        (WIDE_BLOCKS, false)
-    };
-    for b0 in (0..nb).step_by(run) {
-        let m = run.min(nb - b0);
+    for b0 in (0..nb).step_by(WIDE_BLOCKS) {
+        let m = WIDE_BLOCKS.min(nb - b0);
         for (i, slot) in dec[..m].iter_mut().enumerate() {
             let mut d = zero;
             for v in 0..V {
                 // SAFETY: block b0 + i < nb of groups 2v and 2v + 1.
                 let (lo, hi) = unsafe {
                     let p = w.as_ptr().add(2 * v * group_bytes + (b0 + i) * group_block);
-                    if prefetch {
-                        prefetch_ahead(p, group_block);
-                        prefetch_ahead(p.add(group_bytes), group_block);
-                    }
                     (decode(p), decode(p.add(group_bytes)))
                 };
                 for (q, (lo, hi)) in d.q.iter_mut().zip(lo.q.iter().zip(&hi.q)) {

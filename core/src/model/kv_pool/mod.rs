@@ -325,12 +325,31 @@ impl KvPool {
         let s = self.seq(id)?;
         let len = s.tokens.len();
         let grow = (len + n).div_ceil(BLOCK).saturating_sub(s.table.len());
-        let copy = n > 0 && !len.is_multiple_of(BLOCK) && !self.writable(s.table[len / BLOCK]);
-        Ok(grow + usize::from(copy))
+        Ok(grow + usize::from(n > 0 && self.shared_partial(s).is_some()))
     }
 
-    fn writable(&self, b: u32) -> bool {
-        self.blocks.refs(b) == 1 && !self.blocks.is_registered(b)
+    /// The block of `s`'s partial last position when it is shared or has an address (so it
+    /// must be copied before the sequence writes into it).
+    fn shared_partial(&self, s: &Seq) -> Option<u32> {
+        let len = s.tokens.len();
+        let b = *s
+            .table
+            .get(len / BLOCK)
+            .filter(|_| !len.is_multiple_of(BLOCK))?;
+        (self.blocks.refs(b) != 1 || self.blocks.is_registered(b)).then_some(b)
+    }
+
+    /// Positions `id` can still write: what its blocks hold past its tokens and what the
+    /// available blocks hold.
+    pub fn room(&self, id: SeqId) -> Result<usize> {
+        let s = self.seq(id)?;
+        let held = (s.table.len() * BLOCK).saturating_sub(s.tokens.len());
+        let copy = if self.shared_partial(s).is_some() {
+            BLOCK - s.tokens.len() % BLOCK
+        } else {
+            0
+        };
+        Ok((held + self.blocks.available() * BLOCK).saturating_sub(copy))
     }
 
     /// Makes room for `n` more positions of `id` (within its context): on error nothing
@@ -353,9 +372,7 @@ impl KvPool {
         if needed == 0 {
             return Ok(());
         }
-        let s = self.seq(id)?;
-        if n > 0 && !len.is_multiple_of(BLOCK) && !self.writable(s.table[len / BLOCK]) {
-            let src = s.table[len / BLOCK];
+        if let Some(src) = self.shared_partial(self.seq(id)?).filter(|_| n > 0) {
             let dst = self.blocks.alloc().expect("counted above");
             self.copy_block(src, dst);
             self.blocks.release(src);
