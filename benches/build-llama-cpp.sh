@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build llama.cpp's benchmark tools from the sources vendored in the llama-cpp-python
-# sdist (pinned), cached under ${SUPERINFER_CACHE:-~/.cache/superinfer}/llama.cpp.
+# Build llama.cpp's benchmark tools and llama-server from the sources vendored in the
+# llama-cpp-python sdist (pinned), cached under ${SUPERINFER_CACHE:-~/.cache/superinfer}/llama.cpp.
 # llama.cpp is the speed baseline and the oracle only; superinfer never links it.
+# llama-server is built without its web UI (no npm, no download of prebuilt assets) and
+# without OpenSSL: it only serves the HTTP API on loopback (benches/serve_load.py --compare).
 #
 #   benches/build-llama-cpp.sh         # prints the bin directory
 #   benches/build-llama-cpp.sh avx2    # a second build limited to AVX2 (no AVX-512, no
@@ -85,12 +87,13 @@ case "$VARIANT" in
   *) echo "usage: $0 [native|avx2|amx-probe]" >&2; exit 2 ;;
 esac
 BIN="$BUILD/bin"
-TOOLS=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize)
+TOOLS=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize llama-server)
 # C/CXX flags are always passed (empty or not) so a reconfigure drops earlier ones
 CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release "${ISA_FLAGS[@]}"
   "-DCMAKE_C_FLAGS=$EXTRA_FLAGS" "-DCMAKE_CXX_FLAGS=$EXTRA_FLAGS"
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
-  -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON)
+  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON
+  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF)
 STAMP="$BUILD/superinfer-config"
 CONFIG="${CMAKE_ARGS[*]}"
 
