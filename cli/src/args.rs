@@ -29,6 +29,9 @@ pub enum Command {
     /// Perplexity of a text file, by llama-perplexity's method (chunks of -c tokens, the
     /// second half of each scored).
     Perplexity(PerplexityArgs),
+    /// Serve the model over an OpenAI-compatible HTTP API (chat and completions,
+    /// streaming), many requests at once.
+    Serve(ServeArgs),
     /// Print the instruction sets this CPU and build can run, best (the default) first.
     Isas,
 }
@@ -198,6 +201,49 @@ pub struct BenchArgs {
     /// kernels at load (also SUPERINFER_NO_REPACK=1).
     #[arg(long = "no-repack")]
     pub no_repack: bool,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    /// Address to listen on.
+    #[arg(long = "host", default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port).
+    #[arg(long = "port", default_value_t = 8080)]
+    pub port: u16,
+    /// Requests that run at once (slots); more wait in a queue.
+    #[arg(long = "parallel", visible_alias = "np", default_value_t = 8)]
+    pub n_parallel: usize,
+    /// One request's context, prompt and answer (0 = min(4096, trained context)).
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 0)]
+    pub ctx_size: usize,
+    /// Tokens per batched step: the running requests' next tokens first, then prompt
+    /// chunks.
+    #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
+    pub batch_size: usize,
+    /// Positions the shared KV cache holds for all requests (default: -c × -np). Less
+    /// saves memory when prompts share prefixes or are short.
+    #[arg(long = "kv-size", default_value_t = 0)]
+    pub kv_size: usize,
+    /// Requests that may wait for a slot; more are refused with 429.
+    #[arg(long = "max-queue", default_value_t = 64)]
+    pub max_queue: usize,
+    /// Require 'Authorization: Bearer KEY' (also SUPERINFER_API_KEY).
+    #[arg(long = "api-key", env = "SUPERINFER_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// The model's name in the API (default: the file name).
+    #[arg(long = "alias")]
+    pub alias: Option<String>,
+    /// A Jinja chat template file to use instead of the model's own.
+    #[arg(long = "chat-template")]
+    pub chat_template: Option<PathBuf>,
+    /// Largest request body, in MiB.
+    #[arg(long = "body-limit-mib", default_value_t = 4)]
+    pub body_limit_mib: usize,
 }
 
 /// llama.cpp's multi-letter flags with one dash (`-np 4`, `-ctk q8_0`) as the long flags

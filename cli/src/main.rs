@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         args::Command::Info(a) => cmd::info::run(&a),
         args::Command::Bench(a) => cmd::bench::run(&a),
         args::Command::Perplexity(a) => cmd::perplexity::run(&a),
+        args::Command::Serve(a) => cmd::serve::run(&a),
         args::Command::Isas => cmd::isas(),
     };
     match result {

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use superinfer_core::gguf::GgufFile;
+use superinfer_core::gguf::{keys, GgufFile};
 use superinfer_core::kernels::{self, Isa, Kernels};
 use superinfer_core::model::{Config, Weights};
 use superinfer_core::parallel::Parallel;
@@ -36,6 +36,10 @@ pub struct Engine {
     pool: ThreadPool,
     load_time: Duration,
     file_size: usize,
+    /// `tokenizer.chat_template`, when the file has one.
+    chat_template: Option<String>,
+    /// `general.architecture` as written in the file.
+    arch_name: String,
     _arena: Option<WeightArena>,
     _map: Arc<MappedFile>,
 }
@@ -96,6 +100,9 @@ impl Engine {
             }
         }
         let tokenizer = Tokenizer::from_gguf(&file).map_err(|e| Error::model(path, e))?;
+        let meta = |key| file.get_str(key).ok().flatten().map(str::to_string);
+        let chat_template = meta(keys::TOKENIZER_CHAT_TEMPLATE);
+        let arch_name = meta(keys::GENERAL_ARCHITECTURE).unwrap_or_default();
         Ok(Engine {
             weights,
             tokenizer,
@@ -103,6 +110,8 @@ impl Engine {
             pool,
             load_time: start.elapsed(),
             file_size: bytes.len(),
+            chat_template,
+            arch_name,
             _arena: arena,
             _map: map,
         })
@@ -142,6 +151,27 @@ impl Engine {
 
     pub fn file_size(&self) -> usize {
         self.file_size
+    }
+
+    /// The chat template the file carries (`tokenizer.chat_template`), if any.
+    pub fn chat_template(&self) -> Option<&str> {
+        self.chat_template.as_deref()
+    }
+
+    /// The architecture's name as the file writes it (`general.architecture`).
+    pub fn arch_name(&self) -> &str {
+        &self.arch_name
+    }
+
+    /// The tokens of a prompt text: special tokens written in it are parsed, and BOS is
+    /// added when the model wants one and the text does not already begin with it (a
+    /// rendered chat template often does).
+    pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>, Error> {
+        let tok = &self.tokenizer;
+        let has_bos = tok
+            .bos()
+            .is_some_and(|b| !text.is_empty() && text.starts_with(&tok.token_text(b)));
+        tok.encode(text, !has_bos, true).map_err(Error::Core)
     }
 
     /// The context a session or sequence gets for a requested `n_ctx` (0: min(4096, the

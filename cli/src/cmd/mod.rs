@@ -3,6 +3,7 @@ mod bench_batched;
 pub mod info;
 pub mod perplexity;
 pub mod run;
+pub mod serve;
 pub mod tokenize;
 
 use std::io::{IsTerminal, Write};

@@ -27,10 +27,15 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     }
 
     let engine = super::load_engine(&a.model)?;
-    let prompt = engine
-        .tokenizer()
-        .encode(&a.prompt, !a.no_bos, true)
-        .map_err(|e| e.to_string())?;
+    let prompt = if a.no_bos {
+        engine
+            .tokenizer()
+            .encode(&a.prompt, false, true)
+            .map_err(|e| e.to_string())?
+    } else {
+        // BOS as the model asks, unless the prompt already begins with it
+        engine.encode_prompt(&a.prompt).map_err(|e| e.to_string())?
+    };
     let mut session = engine
         .session(&SessionOptions {
             n_ctx: a.ctx_size,

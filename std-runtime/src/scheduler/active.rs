@@ -2,7 +2,6 @@
 //! rules and text stream applied to each token it samples.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,13 +9,15 @@ use superinfer_core::model::SeqId;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
 
-use super::request::{Completion, Event, RequestError, RequestId, Submission, TEXT_ONLY};
+use super::request::{
+    Completion, Event, EventSink, RequestError, RequestId, Submission, TokenLogprob, TEXT_ONLY,
+};
 use crate::session::StopReason;
 
 pub(super) struct Active {
     pub id: RequestId,
     pub seq: SeqId,
-    events: Sender<Event>,
+    events: Box<dyn EventSink>,
     cancel: Arc<AtomicBool>,
     pub prompt_len: usize,
     /// Prompt tokens taken from the prefix cache.
@@ -33,6 +34,8 @@ pub(super) struct Active {
     /// Text held back while it could be the start of a stop string.
     held: String,
     ignore_eos: bool,
+    /// Top log-probabilities to report per token, when asked for.
+    logprobs: Option<usize>,
     queue_time: Duration,
     admitted: Instant,
     first_token: Option<Instant>,
@@ -60,6 +63,7 @@ impl Active {
             stop: r.stop.into_iter().filter(|s| !s.is_empty()).collect(),
             held: String::new(),
             ignore_eos: r.ignore_eos,
+            logprobs: r.logprobs,
             queue_time: now.duration_since(sub.submitted),
             admitted: now,
             first_token: None,
@@ -97,7 +101,10 @@ impl Active {
             // the prompt only (its keys and values stay cached for later requests)
             return self.finish(StopReason::Length);
         }
+        // the model's distribution, before the sampler's penalties and temperature
+        let dist = self.logprobs.map(|n| LogSoftmax::new(logits, n));
         let id = self.sampler.sample(logits, &self.history);
+        let logprob = dist.map(|d| Box::new(d.of(id)));
         self.generated += 1;
         self.first_token.get_or_insert_with(Instant::now);
         if !self.ignore_eos && tok.is_eog(id) {
@@ -106,7 +113,7 @@ impl Active {
         self.history.push(id);
         let piece = self.decoder.push(tok, id).unwrap_or_default();
         let (text, stopped) = self.release_text(&piece);
-        if self.events.send(Event::Token { id, text }).is_err() {
+        if !self.events.send(Event::Token { id, text, logprob }) {
             // nobody listens any more
             self.cancel.store(true, Ordering::Relaxed);
         }
@@ -155,14 +162,15 @@ impl Active {
             rest.push_str(&self.decoder.flush());
         }
         if !rest.is_empty() {
-            let _ = self.events.send(Event::Token {
+            self.events.send(Event::Token {
                 id: TEXT_ONLY,
                 text: rest,
+                logprob: None,
             });
         }
         let now = Instant::now();
         let first = self.first_token.unwrap_or(now);
-        let _ = self.events.send(Event::Done(Completion {
+        self.events.send(Event::Done(Completion {
             stop,
             prompt_tokens: self.prompt_len,
             cached_tokens: self.cached,
@@ -177,7 +185,52 @@ impl Active {
     pub fn fail(&mut self, e: RequestError) {
         if !self.ended {
             self.ended = true;
-            let _ = self.events.send(Event::Error(e));
+            self.events.send(Event::Error(e));
+        }
+    }
+}
+
+/// A position's log-softmax: what a token's log-probability needs, taken before the sampler
+/// changes the logits.
+struct LogSoftmax {
+    /// log Σ exp(logit)
+    lse: f32,
+    /// The most likely tokens and their log-probabilities, most likely first.
+    top: Vec<(u32, f32)>,
+    /// Every logit (the sampled token may be outside `top`).
+    logits: Vec<f32>,
+}
+
+impl LogSoftmax {
+    fn new(logits: &[f32], n_top: usize) -> LogSoftmax {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
+        let lse = max + sum.ln() as f32;
+        let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+        let by_logit = |a: &u32, b: &u32| {
+            logits[*b as usize]
+                .total_cmp(&logits[*a as usize])
+                .then(a.cmp(b))
+        };
+        if n_top > 0 && n_top < idx.len() {
+            idx.select_nth_unstable_by(n_top - 1, by_logit);
+        }
+        idx.truncate(n_top);
+        idx.sort_by(by_logit);
+        LogSoftmax {
+            lse,
+            top: idx
+                .into_iter()
+                .map(|i| (i, logits[i as usize] - lse))
+                .collect(),
+            logits: logits.to_vec(),
+        }
+    }
+
+    fn of(self, id: u32) -> TokenLogprob {
+        TokenLogprob {
+            logprob: self.logits[id as usize] - self.lse,
+            top: self.top,
         }
     }
 }

@@ -36,7 +36,8 @@ use superinfer_core::sampler::Sampler;
 
 use self::active::Active;
 pub use self::request::{
-    Client, Completion, Event, Handle, Request, RequestError, RequestId, TEXT_ONLY,
+    Client, Completion, Event, EventSink, Handle, Request, RequestError, RequestId, Ticket,
+    TokenLogprob, MAX_TOP_LOGPROBS, TEXT_ONLY,
 };
 use self::request::{Limits, Submission};
 use crate::engine::Engine;
@@ -233,6 +234,16 @@ impl<'e> Scheduler<'e> {
     /// Serves until `stop` is set: steps while there is work, waits for submissions when
     /// there is none. Requests still running or waiting at the end get `Closed`.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), Error> {
+        self.run_observed(stop, |_, _| {})
+    }
+
+    /// [`run`](Self::run), calling `observe` after every step (a server's metrics) and
+    /// after it took in requests while idle.
+    pub fn run_observed(
+        &mut self,
+        stop: &AtomicBool,
+        mut observe: impl FnMut(&Scheduler<'e>, &StepStats),
+    ) -> Result<(), Error> {
         while !stop.load(Ordering::Relaxed) {
             if self.is_idle() {
                 match self.rx.recv_timeout(Duration::from_millis(50)) {
@@ -242,14 +253,15 @@ impl<'e> Scheduler<'e> {
                 }
                 continue;
             }
-            self.step()?;
+            let stats = self.step()?;
+            observe(self, &stats);
         }
         for mut a in self.active.drain(..) {
             a.fail(RequestError::Closed);
             let _ = self.pool.remove_seq(a.seq);
         }
-        for s in self.queue.drain(..) {
-            let _ = s.events.send(Event::Error(RequestError::Closed));
+        for mut s in self.queue.drain(..) {
+            s.events.send(Event::Error(RequestError::Closed));
         }
         Ok(())
     }
@@ -302,10 +314,10 @@ impl<'e> Scheduler<'e> {
 
     fn drop_cancelled(&mut self) {
         let waiting = &self.client.waiting;
-        self.queue.retain(|s| {
+        self.queue.retain_mut(|s| {
             if s.cancelled() {
                 waiting.fetch_sub(1, Ordering::AcqRel);
-                let _ = s.events.send(Event::Error(RequestError::Cancelled));
+                s.events.send(Event::Error(RequestError::Cancelled));
             }
             !s.cancelled()
         });
@@ -344,13 +356,12 @@ impl<'e> Scheduler<'e> {
             if pending {
                 break;
             }
-            let sub = self.queue.pop_front().expect("front exists");
+            let mut sub = self.queue.pop_front().expect("front exists");
             self.client.waiting.fetch_sub(1, Ordering::AcqRel);
             let sampler = match Sampler::new(sub.request.sampling.clone()) {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = sub
-                        .events
+                    sub.events
                         .send(Event::Error(RequestError::InvalidSampling(e.to_string())));
                     continue;
                 }

@@ -25,7 +25,13 @@ pub struct Request {
     pub stop: Vec<String>,
     /// Keep generating through end-of-generation tokens (benchmarks).
     pub ignore_eos: bool,
+    /// Report each generated token's log-probability and this many most likely
+    /// alternatives (at most [`MAX_TOP_LOGPROBS`]); `None`: no log-probabilities.
+    pub logprobs: Option<usize>,
 }
+
+/// The most alternatives a request may ask log-probabilities of.
+pub const MAX_TOP_LOGPROBS: usize = 20;
 
 impl Request {
     /// Greedy decoding of `prompt` for up to `max_tokens` tokens.
@@ -36,6 +42,7 @@ impl Request {
             sampling: SamplerConfig::greedy(),
             stop: Vec::new(),
             ignore_eos: false,
+            logprobs: None,
         }
     }
 }
@@ -52,6 +59,8 @@ pub enum RequestError {
     InvalidToken { id: u32, n_vocab: usize },
     /// Invalid sampling parameters.
     InvalidSampling(String),
+    /// More top log-probabilities asked for than [`MAX_TOP_LOGPROBS`].
+    InvalidLogprobs(usize),
     /// The wait queue is full: try again later.
     QueueFull { capacity: usize },
     /// The KV pool has no room for this request's positions (other requests hold it).
@@ -73,6 +82,7 @@ impl RequestError {
             RequestError::PromptTooLong { .. } => "context_length_exceeded",
             RequestError::InvalidToken { .. } => "invalid_token",
             RequestError::InvalidSampling(_) => "invalid_sampling",
+            RequestError::InvalidLogprobs(_) => "invalid_logprobs",
             RequestError::QueueFull { .. } => "queue_full",
             RequestError::KvPoolFull { .. } => "kv_cache_full",
             RequestError::Cancelled => "cancelled",
@@ -89,6 +99,7 @@ impl RequestError {
                 | RequestError::PromptTooLong { .. }
                 | RequestError::InvalidToken { .. }
                 | RequestError::InvalidSampling(_)
+                | RequestError::InvalidLogprobs(_)
         )
     }
 }
@@ -106,6 +117,10 @@ impl fmt::Display for RequestError {
                 write!(f, "token id {id} is outside the vocabulary ({n_vocab})")
             }
             RequestError::InvalidSampling(m) => write!(f, "invalid sampling parameters: {m}"),
+            RequestError::InvalidLogprobs(n) => write!(
+                f,
+                "{n} top log-probabilities asked for; at most {MAX_TOP_LOGPROBS} are given"
+            ),
             RequestError::QueueFull { capacity } => write!(
                 f,
                 "the server is busy: {capacity} requests are already waiting; retry later"
@@ -144,6 +159,15 @@ pub struct Completion {
 /// (no token of its own).
 pub const TEXT_ONLY: u32 = u32::MAX;
 
+/// A generated token's log-probability under the model (before any sampling transform),
+/// and the most likely tokens at its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprob {
+    pub logprob: f32,
+    /// Most likely first (as many as the request asked for).
+    pub top: Vec<(u32, f32)>,
+}
+
 /// What a request's stream carries, in order: tokens, then one `Done` or `Error`.
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -152,9 +176,24 @@ pub enum Event {
     Token {
         id: u32,
         text: String,
+        /// When the request asked for log-probabilities (never on [`TEXT_ONLY`] events).
+        logprob: Option<Box<TokenLogprob>>,
     },
     Done(Completion),
     Error(RequestError),
+}
+
+/// Where a request's events go: a channel's sender, or anything a frontend delivers them
+/// with (an async channel in a server). `send` returns false once nobody listens, which
+/// cancels the request.
+pub trait EventSink: Send + 'static {
+    fn send(&mut self, event: Event) -> bool;
+}
+
+impl EventSink for Sender<Event> {
+    fn send(&mut self, event: Event) -> bool {
+        Sender::send(self, event).is_ok()
+    }
 }
 
 /// Identifies a request within its scheduler.
@@ -164,7 +203,7 @@ pub type RequestId = u64;
 pub struct Handle {
     pub id: RequestId,
     pub events: Receiver<Event>,
-    cancel: Arc<AtomicBool>,
+    ticket: Ticket,
 }
 
 impl Handle {
@@ -172,7 +211,7 @@ impl Handle {
     /// freed; the stream ends with `Done` and `StopReason::Cancelled`). Dropping the handle
     /// cancels too.
     pub fn cancel(&self) {
-        self.cancel.store(true, Ordering::Relaxed);
+        self.ticket.cancel();
     }
 
     /// Waits for the whole request: the generated tokens and its completion.
@@ -180,7 +219,7 @@ impl Handle {
         let (mut ids, mut text) = (Vec::new(), String::new());
         for ev in self.events.iter() {
             match ev {
-                Event::Token { id, text: t } => {
+                Event::Token { id, text: t, .. } => {
                     if id != TEXT_ONLY {
                         ids.push(id);
                     }
@@ -194,7 +233,21 @@ impl Handle {
     }
 }
 
-impl Drop for Handle {
+/// A request submitted with its own [`EventSink`]: its id and cancel switch. Dropping it
+/// cancels the request (a server drops it when its client goes away).
+pub struct Ticket {
+    pub id: RequestId,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Ticket {
+    /// Asks the scheduler to stop the request at its next step boundary.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Ticket {
     fn drop(&mut self) {
         self.cancel();
     }
@@ -204,7 +257,7 @@ impl Drop for Handle {
 pub(super) struct Submission {
     pub id: RequestId,
     pub request: Request,
-    pub events: Sender<Event>,
+    pub events: Box<dyn EventSink>,
     pub cancel: Arc<AtomicBool>,
     pub submitted: Instant,
 }
@@ -234,8 +287,33 @@ pub struct Client {
 }
 
 impl Client {
+    /// Requests submitted and not yet admitted to a slot.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// One sequence's context (prompt + generated tokens).
+    pub fn n_ctx(&self) -> usize {
+        self.limits.n_ctx
+    }
+
     /// Queues `request`; refused at once (typed) when it can never run or the queue is full.
     pub fn submit(&self, request: Request) -> Result<Handle, RequestError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ticket = self.submit_to(request, tx)?;
+        Ok(Handle {
+            id: ticket.id,
+            events: rx,
+            ticket,
+        })
+    }
+
+    /// Queues `request` with its events delivered to `sink` (as [`submit`](Self::submit)).
+    pub fn submit_to(
+        &self,
+        request: Request,
+        sink: impl EventSink,
+    ) -> Result<Ticket, RequestError> {
         let l = self.limits;
         if request.prompt.is_empty() {
             return Err(RequestError::EmptyPrompt);
@@ -256,6 +334,9 @@ impl Client {
             .sampling
             .validate()
             .map_err(|e| RequestError::InvalidSampling(e.to_string()))?;
+        if let Some(n) = request.logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
+            return Err(RequestError::InvalidLogprobs(n));
+        }
         let queued = self.waiting.fetch_add(1, Ordering::AcqRel);
         if queued >= l.max_queue {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
@@ -263,13 +344,12 @@ impl Client {
                 capacity: l.max_queue,
             });
         }
-        let (tx, rx) = std::sync::mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) as RequestId;
         let sub = Submission {
             id,
             request,
-            events: tx,
+            events: Box::new(sink),
             cancel: cancel.clone(),
             submitted: Instant::now(),
         };
@@ -277,10 +357,6 @@ impl Client {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             return Err(RequestError::Closed);
         }
-        Ok(Handle {
-            id,
-            events: rx,
-            cancel,
-        })
+        Ok(Ticket { id, cancel })
     }
 }

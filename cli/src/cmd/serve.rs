@@ -1,0 +1,36 @@
+//! `superinfer serve`: the OpenAI-compatible server (see the superinfer-server crate).
+
+use superinfer_runtime::{EngineOptions, SchedulerOptions};
+use superinfer_server::ServeOptions;
+
+use crate::args::ServeArgs;
+
+pub fn run(a: &ServeArgs) -> Result<(), String> {
+    if a.body_limit_mib == 0 {
+        return Err("--body-limit-mib must be at least 1".into());
+    }
+    let o = ServeOptions {
+        model: a.model.model.clone(),
+        engine: EngineOptions {
+            threads: a.model.threads,
+            isa: super::parse_isa(a.model.isa.as_deref())?,
+            no_repack: a.model.no_repack,
+        },
+        scheduler: SchedulerOptions {
+            n_parallel: a.n_parallel,
+            n_batch: a.batch_size,
+            n_ctx: a.ctx_size,
+            kv_size: a.kv_size,
+            cache_type_k: a.cache.k,
+            cache_type_v: a.cache.v,
+            max_queue: a.max_queue,
+        },
+        host: a.host.clone(),
+        port: a.port,
+        api_key: a.api_key.clone(),
+        alias: a.alias.clone(),
+        chat_template: a.chat_template.clone(),
+        body_limit: a.body_limit_mib << 20,
+    };
+    superinfer_server::serve(o)
+}

@@ -1,0 +1,196 @@
+//! The OpenAI shapes of responses: completion objects, stream chunks, usage, log-probabilities,
+//! plus llama-server's `timings`.
+
+use serde_json::{json, Value};
+use superinfer_runtime::core::tokenizer::Tokenizer;
+use superinfer_runtime::scheduler::{Completion, TokenLogprob};
+use superinfer_runtime::StopReason;
+
+/// Which endpoint a generation answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Completions,
+}
+
+/// What a response is made of, gathered from the request's events.
+pub struct Answer {
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+    pub api: Api,
+    pub prompt_tokens: usize,
+}
+
+pub fn finish_reason(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::Length | StopReason::ContextFull => "length",
+        _ => "stop",
+    }
+}
+
+pub fn usage(prompt_tokens: usize, generated: usize, c: &Completion) -> Value {
+    json!({
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": generated,
+        "total_tokens": prompt_tokens + generated,
+        "prompt_tokens_details": { "cached_tokens": c.cached_tokens },
+    })
+}
+
+/// llama-server's `timings` object.
+pub fn timings(generated: usize, c: &Completion) -> Value {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let rate = |n: usize, d: std::time::Duration| {
+        if d.as_secs_f64() > 0.0 {
+            n as f64 / d.as_secs_f64()
+        } else {
+            0.0
+        }
+    };
+    let prompt_n = c.prompt_tokens - c.cached_tokens;
+    json!({
+        "cache_n": c.cached_tokens,
+        "prompt_n": prompt_n,
+        "prompt_ms": ms(c.prompt_time),
+        "prompt_per_second": rate(prompt_n, c.prompt_time),
+        "predicted_n": generated,
+        "predicted_ms": ms(c.generate_time),
+        "predicted_per_second": rate(generated.saturating_sub(1), c.generate_time),
+        "queue_ms": ms(c.queue_time),
+    })
+}
+
+fn piece(tok: &Tokenizer, id: u32) -> (String, Vec<u8>) {
+    let bytes = tok.token_to_piece(id, true).to_vec();
+    (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+}
+
+/// One token's entry of a chat completion's `logprobs.content`.
+pub fn chat_logprob(tok: &Tokenizer, id: u32, lp: &TokenLogprob) -> Value {
+    let entry = |id: u32, logprob: f32| {
+        let (text, bytes) = piece(tok, id);
+        json!({ "token": text, "logprob": logprob, "bytes": bytes })
+    };
+    let mut v = entry(id, lp.logprob);
+    v["top_logprobs"] = lp.top.iter().map(|&(t, l)| entry(t, l)).collect();
+    v
+}
+
+/// The legacy completions endpoint's `logprobs` object for some tokens; `offset` is the
+/// text offset of the first.
+pub fn completion_logprobs(
+    tok: &Tokenizer,
+    tokens: &[(u32, &TokenLogprob)],
+    mut offset: usize,
+) -> Value {
+    let mut texts = Vec::new();
+    let mut lps = Vec::new();
+    let mut tops = Vec::new();
+    let mut offsets = Vec::new();
+    for &(id, lp) in tokens {
+        let (text, _) = piece(tok, id);
+        offsets.push(offset);
+        offset += text.len();
+        texts.push(text);
+        lps.push(lp.logprob);
+        let mut top = serde_json::Map::new();
+        for &(t, l) in &lp.top {
+            top.insert(piece(tok, t).0, json!(l));
+        }
+        tops.push(Value::Object(top));
+    }
+    json!({
+        "tokens": texts,
+        "token_logprobs": lps,
+        "top_logprobs": tops,
+        "text_offset": offsets,
+    })
+}
+
+impl Answer {
+    fn object(&self, chunk: bool) -> &'static str {
+        match (self.api, chunk) {
+            (Api::Chat, false) => "chat.completion",
+            (Api::Chat, true) => "chat.completion.chunk",
+            (Api::Completions, _) => "text_completion",
+        }
+    }
+
+    fn envelope(&self, chunk: bool, choices: Value) -> Value {
+        json!({
+            "id": self.id,
+            "object": self.object(chunk),
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": concat!("superinfer-", env!("CARGO_PKG_VERSION")),
+            "choices": choices,
+        })
+    }
+
+    /// A streamed piece of text (with its tokens' log-probabilities, if asked for).
+    pub fn chunk(&self, text: &str, logprobs: Option<Value>, finish: Option<&str>) -> Value {
+        let choice = match self.api {
+            Api::Chat => {
+                let delta = if finish.is_some() && text.is_empty() {
+                    json!({})
+                } else {
+                    json!({ "content": text })
+                };
+                json!({ "index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish })
+            }
+            Api::Completions => {
+                json!({ "index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish })
+            }
+        };
+        self.envelope(true, json!([choice]))
+    }
+
+    /// The first chunk of a chat stream: the assistant's role.
+    pub fn role_chunk(&self) -> Value {
+        let choice = json!({
+            "index": 0,
+            "delta": { "role": "assistant", "content": "" },
+            "logprobs": null,
+            "finish_reason": null,
+        });
+        self.envelope(true, json!([choice]))
+    }
+
+    /// The last chunk of a stream with `include_usage`: no choices, the usage.
+    pub fn usage_chunk(&self, usage: Value, timings: Value) -> Value {
+        let mut v = self.envelope(true, json!([]));
+        v["usage"] = usage;
+        v["timings"] = timings;
+        v
+    }
+
+    /// A whole (non-streamed) response.
+    pub fn full(
+        &self,
+        text: String,
+        logprobs: Option<Value>,
+        finish: &str,
+        usage: Value,
+        timings: Value,
+    ) -> Value {
+        let choice = match self.api {
+            Api::Chat => json!({
+                "index": 0,
+                "message": { "role": "assistant", "content": text },
+                "logprobs": logprobs,
+                "finish_reason": finish,
+            }),
+            Api::Completions => json!({
+                "index": 0,
+                "text": text,
+                "logprobs": logprobs,
+                "finish_reason": finish,
+            }),
+        };
+        let mut v = self.envelope(false, json!([choice]));
+        v["usage"] = usage;
+        v["timings"] = timings;
+        v
+    }
+}

@@ -1,0 +1,345 @@
+//! `POST /v1/chat/completions` and `POST /v1/completions`: a request becomes prompt tokens
+//! (through the chat template for chat), goes to the scheduler, and its events come back as
+//! one JSON response or as server-sent events. A client that goes away drops its ticket,
+//! which cancels the request at the next step.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use superinfer_runtime::scheduler::{
+    Completion, Event, EventSink, Request, RequestError, Ticket, TokenLogprob, TEXT_ONLY,
+};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use super::body;
+use crate::error::ApiError;
+use crate::openai::{self, Answer, Api};
+use crate::params::{self, GenParams, Prompt};
+use crate::state::AppState;
+
+/// Delivers a request's events to its handler.
+struct Sink(UnboundedSender<Event>);
+
+impl EventSink for Sink {
+    fn send(&mut self, event: Event) -> bool {
+        self.0.send(event).is_ok()
+    }
+}
+
+pub async fn chat(
+    State(st): State<Arc<AppState>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let t0 = Instant::now();
+    let obj = params::object(&body(raw)?)?;
+    let ready = st.ready()?;
+    let p = params::gen_params(&obj, true)?;
+    check_model(&st, p.model.as_deref())?;
+    let messages = params::messages(&obj)?;
+    let text = ready
+        .template
+        .render_json(&messages, true)
+        .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
+    let prompt = ready
+        .engine
+        .encode_prompt(&text)
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    generate(st, prompt, p, Api::Chat, t0).await
+}
+
+pub async fn completions(
+    State(st): State<Arc<AppState>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let t0 = Instant::now();
+    let obj = params::object(&body(raw)?)?;
+    let ready = st.ready()?;
+    let p = params::gen_params(&obj, false)?;
+    check_model(&st, p.model.as_deref())?;
+    let prompt = match params::prompt(&obj)? {
+        Prompt::Text(t) => ready
+            .engine
+            .encode_prompt(&t)
+            .map_err(|e| ApiError::invalid(e.to_string()))?,
+        Prompt::Tokens(ids) => ids,
+    };
+    generate(st, prompt, p, Api::Completions, t0).await
+}
+
+fn check_model(st: &AppState, model: Option<&str>) -> Result<(), ApiError> {
+    match model {
+        Some(m) if !st.serves(m) => Err(ApiError::not_found(format!(
+            "the model '{m}' does not exist here: this server serves '{}' (GET /v1/models)",
+            st.alias
+        ))
+        .with_param("model")
+        .with_code("model_not_found")),
+        _ => Ok(()),
+    }
+}
+
+/// A request in flight: its ticket (dropping it cancels), events and latency bookkeeping.
+struct Run {
+    st: Arc<AppState>,
+    _ticket: Ticket,
+    rx: UnboundedReceiver<Event>,
+    answer: Answer,
+    t0: Instant,
+    last: Option<Instant>,
+    /// Tokens generated so far (events with a token of their own).
+    generated: usize,
+    /// Whether the request asked for log-probabilities.
+    want_logprobs: bool,
+}
+
+impl Run {
+    fn on_token(&mut self, id: u32) {
+        if id == TEXT_ONLY {
+            return;
+        }
+        let now = Instant::now();
+        let m = &self.st.metrics;
+        match self.last {
+            None => m.ttft.observe(now - self.t0),
+            Some(prev) => m.itl.observe(now - prev),
+        }
+        self.last = Some(now);
+        self.generated += 1;
+    }
+
+    fn on_done(&self, c: &Completion) {
+        let m = &self.st.metrics;
+        m.e2e.observe(self.t0.elapsed());
+        m.prompt_tokens
+            .fetch_add(c.prompt_tokens as u64, Ordering::Relaxed);
+        m.cached_tokens
+            .fetch_add(c.cached_tokens as u64, Ordering::Relaxed);
+        m.generation_tokens
+            .fetch_add(self.generated as u64, Ordering::Relaxed);
+    }
+
+    async fn next(&mut self) -> Event {
+        self.rx
+            .recv()
+            .await
+            .unwrap_or(Event::Error(RequestError::Closed))
+    }
+}
+
+async fn generate(
+    st: Arc<AppState>,
+    prompt: Vec<u32>,
+    p: GenParams,
+    api: Api,
+    t0: Instant,
+) -> Result<Response, ApiError> {
+    let ready = st.ready()?;
+    let request = Request {
+        prompt,
+        // without a limit, generation ends at the end of the context
+        max_tokens: p.max_tokens.unwrap_or(usize::MAX),
+        sampling: p.sampling,
+        stop: p.stop,
+        ignore_eos: p.ignore_eos,
+        logprobs: p.logprobs,
+    };
+    let prompt_tokens = request.prompt.len();
+    let (tx, rx) = unbounded_channel();
+    let ticket = ready.client.submit_to(request, Sink(tx)).map_err(|e| {
+        let mut err = ApiError::from(e);
+        if err.param.as_deref() == Some("messages") && api == Api::Completions {
+            err.param = Some("prompt".into());
+        }
+        err
+    })?;
+    st.metrics.set_waiting(ready.client.waiting());
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let prefix = match api {
+        Api::Chat => "chatcmpl",
+        Api::Completions => "cmpl",
+    };
+    let answer = Answer {
+        id: format!("{prefix}-{:x}{:06x}", st.started, ticket.id),
+        created,
+        model: st.alias.clone(),
+        api,
+        prompt_tokens,
+    };
+    let mut run = Run {
+        st: st.clone(),
+        _ticket: ticket,
+        rx,
+        answer,
+        t0,
+        last: None,
+        generated: 0,
+        want_logprobs: p.logprobs.is_some(),
+    };
+    // a request refused before its first token gets the error's own status
+    let first = run.next().await;
+    if let Event::Error(e) = first {
+        return Err(e.into());
+    }
+    if p.stream {
+        Ok(stream(run, first, p.include_usage))
+    } else {
+        collect(run, first).await
+    }
+}
+
+fn logprobs_value(api: Api, run: &Run, lps: &[(u32, TokenLogprob)], offset: usize) -> Value {
+    let tok = run
+        .st
+        .ready
+        .get()
+        .expect("a request runs only once loaded")
+        .engine
+        .tokenizer();
+    match api {
+        Api::Chat => json!({
+            "content": lps.iter().map(|(id, lp)| openai::chat_logprob(tok, *id, lp)).collect::<Vec<_>>()
+        }),
+        Api::Completions => {
+            let refs: Vec<(u32, &TokenLogprob)> = lps.iter().map(|(id, lp)| (*id, lp)).collect();
+            openai::completion_logprobs(tok, &refs, offset)
+        }
+    }
+}
+
+async fn collect(mut run: Run, first: Event) -> Result<Response, ApiError> {
+    let mut text = String::new();
+    let mut lps = Vec::new();
+    let mut ev = first;
+    loop {
+        match ev {
+            Event::Token {
+                id,
+                text: t,
+                logprob,
+            } => {
+                run.on_token(id);
+                text.push_str(&t);
+                if let Some(lp) = logprob {
+                    lps.push((id, *lp));
+                }
+            }
+            Event::Done(c) => {
+                run.on_done(&c);
+                let logprobs = run
+                    .want_logprobs
+                    .then(|| logprobs_value(run.answer.api, &run, &lps, 0));
+                let body = run.answer.full(
+                    text,
+                    logprobs,
+                    openai::finish_reason(c.stop),
+                    openai::usage(run.answer.prompt_tokens, run.generated, &c),
+                    openai::timings(run.generated, &c),
+                );
+                return Ok(Json(body).into_response());
+            }
+            Event::Error(e) => return Err(e.into()),
+        }
+        ev = run.next().await;
+    }
+}
+
+/// The state of an SSE response.
+struct Streaming {
+    run: Run,
+    first: Option<Event>,
+    queue: VecDeque<SseEvent>,
+    include_usage: bool,
+    /// Text bytes sent so far (the legacy logprobs' text offsets).
+    offset: usize,
+    done: bool,
+}
+
+fn data(v: &Value) -> SseEvent {
+    SseEvent::default().data(v.to_string())
+}
+
+impl Streaming {
+    fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Token { id, text, logprob } => {
+                self.run.on_token(id);
+                let lps = logprob.map(|lp| {
+                    logprobs_value(self.run.answer.api, &self.run, &[(id, *lp)], self.offset)
+                });
+                self.offset += text.len();
+                if !text.is_empty() || lps.is_some() {
+                    let chunk = self.run.answer.chunk(&text, lps, None);
+                    self.queue.push_back(data(&chunk));
+                }
+            }
+            Event::Done(c) => {
+                self.run.on_done(&c);
+                let a = &self.run.answer;
+                let last = a.chunk("", None, Some(openai::finish_reason(c.stop)));
+                self.queue.push_back(data(&last));
+                if self.include_usage {
+                    let u = a.usage_chunk(
+                        openai::usage(a.prompt_tokens, self.run.generated, &c),
+                        openai::timings(self.run.generated, &c),
+                    );
+                    self.queue.push_back(data(&u));
+                }
+                self.queue.push_back(SseEvent::default().data("[DONE]"));
+                self.done = true;
+            }
+            Event::Error(e) => {
+                let err = ApiError::from(e);
+                self.queue.push_back(data(&err.body()));
+                self.done = true;
+            }
+        }
+    }
+}
+
+fn stream(run: Run, first: Event, include_usage: bool) -> Response {
+    let mut s = Streaming {
+        run,
+        first: Some(first),
+        queue: VecDeque::new(),
+        include_usage,
+        offset: 0,
+        done: false,
+    };
+    if s.run.answer.api == Api::Chat {
+        let role = s.run.answer.role_chunk();
+        s.queue.push_back(data(&role));
+    }
+    let events = futures_util::stream::unfold(s, |mut s| async move {
+        loop {
+            if let Some(e) = s.queue.pop_front() {
+                return Some((Ok::<_, Infallible>(e), s));
+            }
+            if s.done {
+                return None;
+            }
+            let ev = match s.first.take() {
+                Some(e) => e,
+                None => s.run.next().await,
+            };
+            s.on_event(ev);
+        }
+    });
+    // a comment every second: a client that went away is noticed even while its request
+    // waits for a slot
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(1)))
+        .into_response()
+}

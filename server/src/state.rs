@@ -1,0 +1,129 @@
+//! What the handlers share: the options, the metrics, and (once loaded) the engine, the
+//! scheduler's client and the chat template. The engine thread loads the model and then
+//! runs the scheduler until the server stops.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+use superinfer_runtime::scheduler::Client;
+use superinfer_runtime::{Engine, EngineOptions, Scheduler, SchedulerOptions};
+use superinfer_template::{builtin_for, ChatTemplate};
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// The loaded model and its scheduler, as the handlers use them.
+pub struct Ready {
+    pub engine: Arc<Engine>,
+    pub client: Client,
+    pub template: ChatTemplate,
+    /// One request's context (prompt + generated tokens).
+    pub n_ctx: usize,
+    pub n_parallel: usize,
+}
+
+pub struct AppState {
+    /// The model's name in the API (`--alias`, else the file's name).
+    pub alias: String,
+    pub model_path: PathBuf,
+    pub api_key: Option<String>,
+    pub metrics: Metrics,
+    pub ready: OnceLock<Ready>,
+    /// Unix time the server started (the `created` of its model).
+    pub started: u64,
+    /// Tells the engine thread to stop.
+    pub stop: AtomicBool,
+}
+
+impl AppState {
+    pub fn ready(&self) -> Result<&Ready, ApiError> {
+        self.ready.get().ok_or_else(ApiError::loading)
+    }
+
+    /// Whether a request's `model` names this server's model (the alias, the file name or
+    /// the path it was started with).
+    pub fn serves(&self, model: &str) -> bool {
+        let path = self.model_path.to_string_lossy();
+        let file = self
+            .model_path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        model == self.alias || model == file || model == path
+    }
+}
+
+pub struct EngineSetup {
+    pub engine: EngineOptions,
+    pub scheduler: SchedulerOptions,
+    pub chat_template: Option<PathBuf>,
+}
+
+/// Loads the model and serves requests on this thread until `state.stop` is set. Returns an
+/// error if loading fails (the server then exits) or the engine fails.
+pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), String> {
+    let engine = Engine::load(&state.model_path, &setup.engine)
+        .map_err(|e| format!("loading {}: {e}", state.model_path.display()))?;
+    let engine = Arc::new(engine);
+    let template = chat_template(&engine, setup.chat_template.as_deref())?;
+    let mut sched = Scheduler::new(&engine, &setup.scheduler).map_err(|e| e.to_string())?;
+    let client = sched.client();
+    eprintln!(
+        "superinfer serve: {} loaded in {:.2} s ({} isa, {} threads); {} slots of {} tokens, KV cache {:.1} MiB",
+        state.alias,
+        engine.load_time().as_secs_f64(),
+        engine.isa().name(),
+        engine.threads(),
+        setup.scheduler.n_parallel,
+        sched.n_ctx(),
+        sched.kv_cache_bytes() as f64 / (1 << 20) as f64,
+    );
+    state.metrics.publish(0, 0, sched.pool_stats());
+    let ready = Ready {
+        engine: engine.clone(),
+        client: client.clone(),
+        template,
+        n_ctx: sched.n_ctx(),
+        n_parallel: setup.scheduler.n_parallel,
+    };
+    if state.ready.set(ready).is_err() {
+        return Err("the engine was loaded twice".into());
+    }
+    let metrics = &state.metrics;
+    sched
+        .run_observed(&state.stop, |s, _| {
+            metrics.publish(s.running(), client.waiting(), s.pool_stats())
+        })
+        .map_err(|e| format!("the engine failed: {e}"))?;
+    Ok(())
+}
+
+/// The template from `--chat-template`, else the file's, else a built-in one for the
+/// architecture (with a notice).
+fn chat_template(engine: &Engine, file: Option<&std::path::Path>) -> Result<ChatTemplate, String> {
+    let tok = engine.tokenizer();
+    let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
+    let (bos, eos) = (text(tok.bos()), text(tok.eos()));
+    let (source, origin) = match file {
+        Some(f) => (
+            std::fs::read_to_string(f)
+                .map_err(|e| format!("--chat-template {}: {e}", f.display()))?,
+            format!("--chat-template {}", f.display()),
+        ),
+        None => match engine.chat_template() {
+            Some(t) => (t.to_string(), "the model file".to_string()),
+            None => {
+                eprintln!(
+                    "superinfer serve: the model file has no chat template; using the built-in one for '{}' (set one with --chat-template FILE)",
+                    engine.arch_name()
+                );
+                (
+                    builtin_for(engine.arch_name()).to_string(),
+                    "built in".to_string(),
+                )
+            }
+        },
+    };
+    ChatTemplate::new(&source, &bos, &eos).map_err(|e| format!("chat template ({origin}): {e}"))
+}
