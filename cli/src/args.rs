@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use superinfer_runtime::core::ops::attention::KvType;
+use superinfer_runtime::core::sampler::SamplerConfig;
 
 #[derive(Parser)]
 #[command(
@@ -20,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Generate text from a prompt.
     Run(RunArgs),
+    /// Chat with the model in the terminal (line editing, history, streaming; /help).
+    Chat(ChatArgs),
     /// Print the token ids of a text as a JSON array.
     Tokenize(TokenizeArgs),
     /// Print a model's architecture, hyperparameters and tensor types.
@@ -89,6 +92,16 @@ pub struct RunArgs {
     /// Context size (0 = min(4096, trained context)).
     #[arg(short = 'c', long = "ctx-size", default_value_t = 0)]
     pub ctx_size: usize,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Do not add BOS even if the model asks for it.
+    #[arg(long = "no-bos")]
+    pub no_bos: bool,
+}
+
+/// Sampling flags (llama.cpp's names and defaults).
+#[derive(Args)]
+pub struct SamplingArgs {
     /// Temperature; 0 = greedy.
     #[arg(long = "temp", default_value_t = 0.8)]
     pub temp: f32,
@@ -109,9 +122,53 @@ pub struct RunArgs {
     /// RNG seed (default: random).
     #[arg(short = 's', long = "seed")]
     pub seed: Option<u64>,
-    /// Do not add BOS even if the model asks for it.
-    #[arg(long = "no-bos")]
-    pub no_bos: bool,
+}
+
+impl SamplingArgs {
+    pub fn config(&self) -> SamplerConfig {
+        SamplerConfig {
+            temperature: self.temp,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repeat_penalty: self.repeat_penalty,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            repeat_last_n: self.repeat_last_n,
+            seed: self.seed.unwrap_or_else(random_seed),
+        }
+    }
+}
+
+fn random_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    (t as u64) ^ ((std::process::id() as u64) << 32)
+}
+
+#[derive(Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Context size of the conversation (0 = min(4096, trained context)).
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 0)]
+    pub ctx_size: usize,
+    /// Most tokens of one answer (-1 = until the model ends its turn or the context is
+    /// full).
+    #[arg(short = 'n', long = "n-predict", default_value_t = -1, allow_negative_numbers = true)]
+    pub n_predict: i64,
+    /// A system message to start the conversation with.
+    #[arg(long = "system")]
+    pub system: Option<String>,
+    /// A Jinja chat template file to use instead of the model's own.
+    #[arg(long = "chat-template")]
+    pub chat_template: Option<PathBuf>,
 }
 
 #[derive(Args)]

@@ -26,6 +26,7 @@ fn main() -> ExitCode {
     let cli = args::Cli::parse_from(args::llama_style(std::env::args_os()));
     let result = match cli.command {
         args::Command::Run(a) => cmd::run::run(&a),
+        args::Command::Chat(a) => cmd::chat::run(&a),
         args::Command::Tokenize(a) => cmd::tokenize::run(&a),
         args::Command::Info(a) => cmd::info::run(&a),
         args::Command::Bench(a) => cmd::bench::run(&a),

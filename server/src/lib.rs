@@ -31,6 +31,7 @@ use axum::Router;
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
 
 pub use error::ApiError;
+pub use state::chat_template;
 use state::{AppState, EngineSetup};
 
 #[derive(Debug, Clone)]

@@ -101,7 +101,10 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Str
 
 /// The template from `--chat-template`, else the file's, else a built-in one for the
 /// architecture (with a notice).
-fn chat_template(engine: &Engine, file: Option<&std::path::Path>) -> Result<ChatTemplate, String> {
+pub fn chat_template(
+    engine: &Engine,
+    file: Option<&std::path::Path>,
+) -> Result<ChatTemplate, String> {
     let tok = engine.tokenizer();
     let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
     let (bos, eos) = (text(tok.bos()), text(tok.eos()));
@@ -115,7 +118,7 @@ fn chat_template(engine: &Engine, file: Option<&std::path::Path>) -> Result<Chat
             Some(t) => (t.to_string(), "the model file".to_string()),
             None => {
                 eprintln!(
-                    "superinfer serve: the model file has no chat template; using the built-in one for '{}' (set one with --chat-template FILE)",
+                    "note: the model file has no chat template; using the built-in one for '{}' (set one with --chat-template FILE)",
                     engine.arch_name()
                 );
                 (

@@ -1,5 +1,6 @@
 pub mod bench;
 mod bench_batched;
+pub mod chat;
 pub mod info;
 pub mod perplexity;
 pub mod run;

@@ -1,23 +1,13 @@
 use std::io::Write;
 use std::ops::ControlFlow;
 
-use superinfer_runtime::core::sampler::{Sampler, SamplerConfig};
+use superinfer_runtime::core::sampler::Sampler;
 use superinfer_runtime::SessionOptions;
 
 use crate::args::RunArgs;
 
 pub fn run(a: &RunArgs) -> Result<(), String> {
-    let cfg = SamplerConfig {
-        temperature: a.temp,
-        top_k: a.top_k,
-        top_p: a.top_p,
-        min_p: a.min_p,
-        repeat_penalty: a.repeat_penalty,
-        frequency_penalty: a.frequency_penalty,
-        presence_penalty: a.presence_penalty,
-        repeat_last_n: a.repeat_last_n,
-        seed: a.seed.unwrap_or_else(random_seed),
-    };
+    let cfg = a.sampling.config();
     let mut sampler = Sampler::new(cfg).map_err(|e| e.to_string())?;
     if a.n_predict < -1 {
         return Err(format!(
@@ -97,12 +87,4 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         engine.threads(),
     );
     Ok(())
-}
-
-fn random_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    (t as u64) ^ ((std::process::id() as u64) << 32)
 }

@@ -1,0 +1,206 @@
+//! `superinfer chat`: a conversation in the terminal. Each turn renders the whole
+//! conversation with the model's chat template and evaluates only what the cache does not
+//! hold yet (the new turn), so answers start as fast as the new text allows.
+//!
+//! Line editing and history come from rustyline; Ctrl-C stops an answer (and clears the
+//! line at the prompt), Ctrl-D ends the chat.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rustyline::error::ReadlineError;
+use rustyline::DefaultEditor;
+use superinfer_runtime::core::sampler::Sampler;
+use superinfer_runtime::{Engine, Session, SessionOptions, StopReason};
+use superinfer_template::{ChatTemplate, Message};
+
+use crate::args::ChatArgs;
+
+const HELP: &str = "\
+commands: /reset (start over), /system TEXT (set the system message and start over),
+          /help, /exit (or Ctrl-D); Ctrl-C stops an answer";
+
+pub fn run(a: &ChatArgs) -> Result<(), String> {
+    if a.n_predict < -1 {
+        return Err(format!(
+            "-n {} is invalid (use -1 for unlimited or a count >= 0)",
+            a.n_predict
+        ));
+    }
+    let mut sampler = Sampler::new(a.sampling.config()).map_err(|e| e.to_string())?;
+    let engine = super::load_engine(&a.model)?;
+    let template = superinfer_server::chat_template(&engine, a.chat_template.as_deref())?;
+    let mut session = engine
+        .session(&SessionOptions {
+            n_ctx: a.ctx_size,
+            cache_type_k: a.cache.k,
+            cache_type_v: a.cache.v,
+        })
+        .map_err(|e| e.to_string())?;
+    let max = usize::try_from(a.n_predict).unwrap_or(usize::MAX);
+
+    // Ctrl-C during an answer stops it; at the prompt rustyline reads it as a key
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
+
+    let mut editor = DefaultEditor::new().map_err(|e| format!("the line editor: {e}"))?;
+    let history = history_file();
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    eprintln!(
+        "superinfer chat: {} ({} tokens of context). {HELP}",
+        a.model.model.display(),
+        session.n_ctx()
+    );
+    let mut system = a.system.clone();
+    let mut messages = start(&system);
+    loop {
+        let line = match editor.readline("> ") {
+            Ok(l) => l,
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(format!("reading the input: {e}")),
+        };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(text);
+        if let Some(cmd) = text.strip_prefix('/') {
+            let (name, arg) = cmd.split_once(' ').unwrap_or((cmd, ""));
+            match name {
+                "exit" | "quit" => break,
+                "reset" => {
+                    messages = start(&system);
+                    eprintln!("(the conversation starts over)");
+                }
+                "system" => {
+                    system = Some(arg.trim().to_string()).filter(|s| !s.is_empty());
+                    messages = start(&system);
+                    eprintln!("(system message set; the conversation starts over)");
+                }
+                "help" => eprintln!("{HELP}"),
+                _ => eprintln!("unknown command /{name}; {HELP}"),
+            }
+            continue;
+        }
+        messages.push(Message::new("user", text));
+        interrupted.store(false, Ordering::Relaxed);
+        let turn = Turn {
+            engine: &engine,
+            template: &template,
+            max,
+            interrupted: &interrupted,
+        };
+        match turn.answer(&mut session, &messages, &mut sampler) {
+            Ok(reply) => messages.push(Message::new("assistant", reply)),
+            Err(e) => {
+                // the turn is dropped; the conversation stays as it was
+                messages.pop();
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    if let Some(h) = &history {
+        let _ = editor.save_history(h);
+    }
+    Ok(())
+}
+
+fn start(system: &Option<String>) -> Vec<Message> {
+    system
+        .iter()
+        .map(|s| Message::new("system", s.clone()))
+        .collect()
+}
+
+/// What every turn uses.
+struct Turn<'a> {
+    engine: &'a Engine,
+    template: &'a ChatTemplate,
+    /// Most tokens of an answer.
+    max: usize,
+    interrupted: &'a AtomicBool,
+}
+
+impl Turn<'_> {
+    /// Generates the assistant's next turn, printing it as it comes; returns its text.
+    fn answer(
+        &self,
+        session: &mut Session<'_>,
+        messages: &[Message],
+        sampler: &mut Sampler,
+    ) -> Result<String, String> {
+        let (max, interrupted) = (self.max, self.interrupted);
+        let prompt = self
+            .template
+            .render(messages, true)
+            .map_err(|e| e.to_string())?;
+        let tokens = self
+            .engine
+            .encode_prompt(&prompt)
+            .map_err(|e| e.to_string())?;
+        if tokens.len() >= session.n_ctx() {
+            return Err(format!(
+            "the conversation ({} tokens) fills the context of {} tokens: /reset to start over, or restart with a larger -c",
+            tokens.len(),
+            session.n_ctx()
+        ));
+        }
+        // keep what the cache holds of this prompt; at least one token is evaluated again,
+        // since generation starts from its logits
+        let same = session
+            .tokens()
+            .iter()
+            .zip(&tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(tokens.len() - 1);
+        session.truncate(same);
+        let mut reply = String::new();
+        let mut out = std::io::stdout().lock();
+        let stats = session
+            .generate(&tokens[same..], max, sampler, |ev| {
+                reply.push_str(ev.text);
+                let _ = out.write_all(ev.text.as_bytes());
+                let _ = out.flush();
+                if interrupted.load(Ordering::Relaxed) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        let _ = writeln!(out);
+        let rate = |n: usize, t: std::time::Duration| n as f64 / t.as_secs_f64().max(1e-9);
+        let why = match stats.stop {
+            StopReason::Cancelled => " (stopped)",
+            StopReason::Length => " (-n reached)",
+            StopReason::ContextFull => " (context full: /reset to go on)",
+            _ => "",
+        };
+        eprintln!(
+        "[prompt: {} new tokens ({} reused), {:.1} tok/s | answer: {} tokens, {:.1} tok/s]{why}",
+        stats.prompt_tokens,
+        same,
+        rate(stats.prompt_tokens, stats.prompt_time),
+        stats.generated_tokens,
+        rate(stats.generated_tokens, stats.generate_time),
+    );
+        Ok(reply)
+    }
+}
+
+fn history_file() -> Option<PathBuf> {
+    let dir = std::env::var_os("SUPERINFER_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/superinfer")))?;
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("chat_history"))
+}
