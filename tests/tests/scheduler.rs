@@ -361,3 +361,76 @@ fn forked_and_rolled_back_sequences_give_what_they_give_alone() {
     pool.remove_seq(b).unwrap();
     assert_eq!(pool.stats().held, 0);
 }
+
+/// Log-probabilities: the greedy token is the most likely one, alternatives come most likely
+/// first, they are a distribution's (≤ 0, summing to at most 1), and they match a log-softmax
+/// of the session's logits for the same prefix.
+#[test]
+fn logprobs_are_the_models_distribution() {
+    let e = engine();
+    let mut sched = Scheduler::new(&e, &options(2, 64)).unwrap();
+    let p = prompt(3, 20);
+    let mut r = Request::greedy(p.clone(), 4);
+    r.logprobs = Some(5);
+    let h = sched.submit(r).unwrap();
+    let mut plain = Request::greedy(p.clone(), 4);
+    plain.logprobs = None;
+    let h_plain = sched.submit(plain).unwrap();
+    sched.run_until_idle().unwrap();
+
+    let mut ids = Vec::new();
+    let mut lps = Vec::new();
+    for ev in h.events.iter() {
+        match ev {
+            Event::Token {
+                id,
+                logprob: Some(lp),
+                ..
+            } => {
+                ids.push(id);
+                lps.push(*lp);
+            }
+            Event::Token { id, .. } => assert_eq!(id, u32::MAX, "a token without logprobs"),
+            Event::Done(_) => break,
+            Event::Error(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(ids.len(), 4);
+    for (id, lp) in ids.iter().zip(&lps) {
+        assert_eq!(lp.top.len(), 5);
+        assert_eq!(lp.top[0].0, *id, "greedy picks the most likely token");
+        assert_eq!(lp.top[0].1, lp.logprob);
+        assert!(lp.top.windows(2).all(|w| w[0].1 >= w[1].1), "{:?}", lp.top);
+        assert!(lp.logprob <= 0.0);
+        let mass: f32 = lp.top.iter().map(|t| t.1.exp()).sum();
+        assert!(mass <= 1.0 + 1e-5, "{mass}");
+    }
+    // the first token's log-probability against the session's logits after the prompt
+    let mut s = e.session(&SessionOptions::with_ctx(128)).unwrap();
+    s.feed(&p).unwrap();
+    let logits = s.logits();
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let lse = max
+        + logits
+            .iter()
+            .map(|&l| ((l - max) as f64).exp())
+            .sum::<f64>()
+            .ln() as f32;
+    let want = logits[ids[0] as usize] - lse;
+    assert!(
+        (lps[0].logprob - want).abs() < 1e-4,
+        "{} vs {want}",
+        lps[0].logprob
+    );
+    // asking for them changes nothing else
+    let (plain_ids, _, _) = h_plain.wait().unwrap();
+    assert_eq!(plain_ids, ids);
+
+    let mut too_many = Request::greedy(p, 1);
+    too_many.logprobs = Some(21);
+    assert!(matches!(
+        sched.submit(too_many),
+        Err(RequestError::InvalidLogprobs(21))
+    ));
+    assert_eq!(sched.pool_stats().held, 0);
+}
