@@ -228,7 +228,9 @@ def test_cached_prompt_tokens_reported(server, model):
     assert 16 <= details.cached_tokens < r.usage.prompt_tokens, r.usage
     timings = (r.model_extra or {}).get("timings")
     assert timings is not None, "the response carries timings"
-    assert timings["cached_n"] == details.cached_tokens, (timings, r.usage)
+    cached = timings.get("cache_n", timings.get("cached_n"))  # llama-server calls it cache_n
+    assert cached == details.cached_tokens, (timings, r.usage)
+    assert timings["prompt_n"] == r.usage.prompt_tokens - details.cached_tokens, (timings, r.usage)
     assert timings["predicted_n"] == r.usage.completion_tokens, (timings, r.usage)
 
 
