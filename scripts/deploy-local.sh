@@ -129,7 +129,7 @@ http {
             proxy_cache off;
             proxy_read_timeout 600s;
             proxy_send_timeout 600s;
-            proxy_next_upstream error timeout http_502 http_503 non_idempotent;
+            proxy_next_upstream error timeout http_502 http_503 http_429 non_idempotent;
             proxy_next_upstream_tries 2;
         }
     }
