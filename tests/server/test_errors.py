@@ -5,6 +5,8 @@ client (left at its default of 2 retries) sends each of them exactly once: never
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import httpx
 import openai
@@ -208,3 +210,42 @@ def test_api_key_right(auth_server, model):
     r = client.chat.completions.create(model=model, messages=MSGS, max_tokens=2, temperature=0)
     assert r.choices[0].finish_reason in ("stop", "length")
     assert len(client.sent) == 1
+
+
+# -- queue full ---------------------------------------------------------------------------------
+
+def test_queue_full_is_429(model):
+    """One slot, a queue of one: with one request running and one waiting, a third is
+    refused at once with 429 rate_limit_error / queue_full (not a 5xx)."""
+    s = start_server(model, "-np", "1", "--max-queue", "1", "-c", "512")
+    stop = threading.Event()
+
+    def hold(i):
+        body = {"model": model, "prompt": f"Hold {i}:", "max_tokens": 400, "stream": True,
+                "ignore_eos": True}
+        with httpx.stream("POST", s.url("/v1/completions"), json=body, timeout=120) as r:
+            for _ in r.iter_lines():
+                if stop.is_set():
+                    break
+
+    threads = [threading.Thread(target=hold, args=(i,), daemon=True) for i in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while True:
+            m = s.metrics()
+            if m.get("superinfer_requests_running") == 1 and m.get("superinfer_requests_waiting") == 1:
+                break
+            assert time.monotonic() < deadline, f"never one running and one waiting: {m.text[-800:]}"
+            time.sleep(0.02)
+        client = s.client(max_retries=0)
+        err = call_once(s, openai.RateLimitError, 429,
+                        lambda c: c.completions.create(model=model, prompt="One more", max_tokens=2),
+                        type_="rate_limit_error", code="queue_full", client=client)
+        assert err.status_code == 429
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        s.stop()
