@@ -146,6 +146,7 @@ fn router(state: Arc<AppState>, body_limit: usize) -> Router {
         .route("/tokenize", post(routes::tokenize))
         .route("/detokenize", post(routes::detokenize))
         .route("/apply-template", post(routes::apply_template))
+        .route_layer(middleware::from_fn(json_body))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth));
     Router::new()
         .route("/health", get(routes::health))
@@ -169,6 +170,27 @@ async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Resp
             .map(str::trim);
         if given != Some(key.as_str()) {
             return ApiError::unauthorized().into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Refuses bodies declared as something other than JSON (415). No Content-Type, and
+/// `application/x-www-form-urlencoded` (what `curl -d` sends), are read as JSON.
+async fn json_body(req: Request, next: Next) -> Response {
+    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+        let mime = ct.split(';').next().unwrap_or("").trim();
+        let json = mime == "application/json"
+            || mime.ends_with("+json")
+            || mime == "application/x-www-form-urlencoded";
+        if !json {
+            return ApiError::invalid(format!(
+                "the body must be JSON (Content-Type: application/json), not '{mime}'"
+            ))
+            .with_status(axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE)
+            .with_code("unsupported_media_type")
+            .into_response();
         }
     }
     next.run(req).await
