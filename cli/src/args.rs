@@ -279,10 +279,14 @@ pub struct ServeArgs {
     #[arg(short = 'c', long = "ctx-size", default_value_t = 0)]
     pub ctx_size: usize,
     /// Tokens per batched step: the running requests' next tokens first, then prompt
-    /// chunks. Smaller keeps streams smoother while long prompts arrive (a step's prompt
-    /// chunk delays every running stream's next token); larger speeds prompts up a little.
-    #[arg(short = 'b', long = "batch-size", default_value_t = 256)]
+    /// chunks.
+    #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
+    /// Most prompt tokens in a step while other requests are decoding (0: up to -b). A
+    /// step's prompt chunk delays every running stream's next token: smaller keeps streams
+    /// smooth while long prompts arrive; a prompt alone still runs in -b chunks.
+    #[arg(long = "prefill-chunk", default_value_t = 128)]
+    pub prefill_chunk: usize,
     /// Positions the shared KV cache holds for all requests (default: -c × -np). Less
     /// saves memory when prompts share prefixes or are short.
     #[arg(long = "kv-size", default_value_t = 0)]

@@ -434,3 +434,40 @@ fn logprobs_are_the_models_distribution() {
     ));
     assert_eq!(sched.pool_stats().held, 0);
 }
+
+/// `prefill_chunk`: while a request decodes, a step takes at most that many prompt tokens;
+/// with nobody decoding, a prompt gets the whole `n_batch`. Answers do not change.
+#[test]
+fn prefill_chunk_bounds_prompt_tokens_while_others_decode() {
+    let e = engine();
+    let short = prompt(1, 5);
+    let long = prompt(2, 100);
+    let want = alone(&e, &long, 6);
+    let mut sched = Scheduler::new(
+        &e,
+        &SchedulerOptions {
+            prefill_chunk: 8,
+            ..options(2, 64)
+        },
+    )
+    .unwrap();
+    let a = sched.submit(Request::greedy(short, 40)).unwrap();
+    let first = sched.step().unwrap();
+    assert_eq!((first.prompt_tokens, first.decode_tokens), (5, 0));
+    let b = sched.submit(Request::greedy(long, 6)).unwrap();
+    let mut steps = Vec::new();
+    while !sched.is_idle() {
+        steps.push(sched.step().unwrap());
+    }
+    for s in &steps {
+        if s.decode_tokens > 0 {
+            assert!(s.prompt_tokens <= 8, "{s:?}");
+        }
+    }
+    assert!(steps
+        .iter()
+        .any(|s| s.prompt_tokens == 8 && s.decode_tokens > 0));
+    assert_eq!(b.wait().unwrap().0, want);
+    a.wait().unwrap();
+    assert_eq!(sched.pool_stats().held, 0);
+}

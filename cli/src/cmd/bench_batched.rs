@@ -44,6 +44,7 @@ pub(super) fn run(
         n_parallel: np,
         // every prompt in one step, as llama-batched-bench decodes them
         n_batch: (np * p).max(512),
+        prefill_chunk: 0,
         n_ctx,
         kv_size: np * n_ctx.next_multiple_of(16),
         cache_type_k: a.cache.k,

@@ -19,6 +19,7 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         scheduler: SchedulerOptions {
             n_parallel: a.n_parallel,
             n_batch: a.batch_size,
+            prefill_chunk: a.prefill_chunk,
             n_ctx: a.ctx_size,
             kv_size: a.kv_size,
             cache_type_k: a.cache.k,

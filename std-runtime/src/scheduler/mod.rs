@@ -50,6 +50,10 @@ pub struct SchedulerOptions {
     pub n_parallel: usize,
     /// Tokens per step (llama.cpp's `-b`): decode tokens first, prompt chunks fill the rest.
     pub n_batch: usize,
+    /// Most prompt tokens in a step while requests are decoding (0: up to `n_batch`): a
+    /// step's prompt chunk delays every running stream's next token, so a smaller chunk
+    /// keeps streams smooth, while a prompt with nobody decoding still gets `n_batch`.
+    pub prefill_chunk: usize,
     /// One sequence's context (prompt + generated); 0 = min(4096, the trained context).
     pub n_ctx: usize,
     /// Positions the KV pool holds for all sequences; 0 = `n_ctx × n_parallel`.
@@ -65,6 +69,7 @@ impl Default for SchedulerOptions {
         SchedulerOptions {
             n_parallel: 4,
             n_batch: 512,
+            prefill_chunk: 0,
             n_ctx: 0,
             kv_size: 0,
             cache_type_k: KvType::F16,
@@ -88,6 +93,7 @@ pub struct Scheduler<'e> {
     engine: &'e Engine,
     n_parallel: usize,
     n_batch: usize,
+    prefill_chunk: usize,
     pool: KvPool,
     scratch: Scratch,
     step: Step,
@@ -148,6 +154,7 @@ impl<'e> Scheduler<'e> {
             engine,
             n_parallel: o.n_parallel,
             n_batch: o.n_batch,
+            prefill_chunk: o.prefill_chunk,
             pool,
             scratch: Scratch::new(UBATCH.min(o.n_batch)),
             step: Step::new(),
@@ -393,6 +400,9 @@ impl<'e> Scheduler<'e> {
                 }
                 Err(e) => a.fail(pool_error(e)),
             }
+        }
+        if decoded > 0 && self.prefill_chunk > 0 {
+            budget = budget.min(self.prefill_chunk);
         }
         let mut prompted = 0;
         let mut blocked = None;
