@@ -15,7 +15,7 @@ use axum::extract::State;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use superinfer_runtime::scheduler::{
     Completion, Event, EventSink, Request, RequestError, Ticket, TokenLogprob, TEXT_ONLY,
 };
@@ -41,19 +41,14 @@ pub async fn chat(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t0 = Instant::now();
-    let obj = params::object(&body(raw)?)?;
-    let ready = st.ready()?;
-    let p = params::gen_params(&obj, true)?;
-    check_model(&st, p.model.as_deref())?;
+    let (obj, p) = request(&st, raw, Api::Chat)?;
     let messages = params::messages(&obj)?;
-    let text = ready
+    let text = st
+        .ready()?
         .template
         .render_json(&messages, true)
         .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
-    let prompt = ready
-        .engine
-        .encode_prompt(&text)
-        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let prompt = encode(&st, &text)?;
     generate(st, prompt, p, Api::Chat, t0).await
 }
 
@@ -62,18 +57,33 @@ pub async fn completions(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t0 = Instant::now();
-    let obj = params::object(&body(raw)?)?;
-    let ready = st.ready()?;
-    let p = params::gen_params(&obj, false)?;
-    check_model(&st, p.model.as_deref())?;
+    let (obj, p) = request(&st, raw, Api::Completions)?;
     let prompt = match params::prompt(&obj)? {
-        Prompt::Text(t) => ready
-            .engine
-            .encode_prompt(&t)
-            .map_err(|e| ApiError::invalid(e.to_string()))?,
+        Prompt::Text(t) => encode(&st, &t)?,
         Prompt::Tokens(ids) => ids,
     };
     generate(st, prompt, p, Api::Completions, t0).await
+}
+
+/// A generation request's body and its shared parameters, once the model is loaded and the
+/// request names it (or no model).
+fn request(
+    st: &AppState,
+    raw: Result<Bytes, BytesRejection>,
+    api: Api,
+) -> Result<(Map<String, Value>, GenParams), ApiError> {
+    let obj = params::object(&body(raw)?)?;
+    st.ready()?;
+    let p = params::gen_params(&obj, api == Api::Chat)?;
+    check_model(st, p.model.as_deref())?;
+    Ok((obj, p))
+}
+
+fn encode(st: &AppState, text: &str) -> Result<Vec<u32>, ApiError> {
+    st.ready()?
+        .engine
+        .encode_prompt(text)
+        .map_err(|e| ApiError::invalid(e.to_string()))
 }
 
 fn check_model(st: &AppState, model: Option<&str>) -> Result<(), ApiError> {
