@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::core::sampler::SamplerConfig;
+use superinfer_runtime::SessionOptions;
 
 #[derive(Parser)]
 #[command(
@@ -65,6 +66,17 @@ pub struct CacheArgs {
     /// KV cache type for values: f32, f16 or q8_0.
     #[arg(long = "cache-type-v", visible_alias = "ctv", default_value = "f16", value_parser = parse_kv_type)]
     pub v: KvType,
+}
+
+impl CacheArgs {
+    /// Options of a session with a context of `n_ctx` tokens (0: the default) and this cache.
+    pub fn session(&self, n_ctx: usize) -> SessionOptions {
+        SessionOptions {
+            n_ctx,
+            cache_type_k: self.k,
+            cache_type_v: self.v,
+        }
+    }
 }
 
 fn parse_kv_type(s: &str) -> Result<KvType, String> {
@@ -135,17 +147,9 @@ impl SamplingArgs {
             frequency_penalty: self.frequency_penalty,
             presence_penalty: self.presence_penalty,
             repeat_last_n: self.repeat_last_n,
-            seed: self.seed.unwrap_or_else(random_seed),
+            seed: self.seed.unwrap_or_else(superinfer_runtime::random_seed),
         }
     }
-}
-
-fn random_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    (t as u64) ^ ((std::process::id() as u64) << 32)
 }
 
 #[derive(Args)]

@@ -99,14 +99,7 @@ impl From<RequestError> for ApiError {
             RequestError::Closed => (StatusCode::SERVICE_UNAVAILABLE, "unavailable_error"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         };
-        let param = match &e {
-            RequestError::EmptyPrompt | RequestError::PromptTooLong { .. } => Some("messages"),
-            RequestError::InvalidLogprobs(_) => Some("top_logprobs"),
-            _ => None,
-        };
-        let mut err = ApiError::new(status, kind, msg).with_code(e.code());
-        err.param = param.map(str::to_string);
-        err
+        ApiError::new(status, kind, msg).with_code(e.code())
     }
 }
 

@@ -93,7 +93,9 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), String> {
         o.model.display()
     );
 
-    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
+    // tells the HTTP side to stop when the engine thread ends early (its error comes back
+    // through the thread's join handle)
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
     let setup = EngineSetup {
         engine: o.engine.clone(),
         scheduler: o.scheduler.clone(),
@@ -103,20 +105,20 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), String> {
     let engine = std::thread::Builder::new()
         .name("superinfer-engine".into())
         .spawn(move || {
-            if let Err(e) = state::engine_thread(st, setup) {
-                let _ = failed_tx.send(e);
+            let r = state::engine_thread(st, setup);
+            if r.is_err() {
+                let _ = failed_tx.send(());
             }
+            r
         })
         .map_err(|e| format!("starting the engine thread: {e}"))?;
 
     let app = router(state.clone(), o.body_limit);
-    let failure = Arc::new(OnceLock::new());
-    let f2 = failure.clone();
     let stopping = state.clone();
     let shutdown = async move {
         tokio::select! {
             _ = shutdown_signal() => eprintln!("superinfer serve: shutting down"),
-            r = failed_rx => if let Ok(e) = r { let _ = f2.set(e); },
+            _ = failed_rx => {},
         }
         // ends the running streams (they get an error event), so connections close
         stopping.stop.store(true, Ordering::Relaxed);
@@ -126,11 +128,9 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), String> {
         .await
         .map_err(|e| format!("server error: {e}"))?;
     state.stop.store(true, Ordering::Relaxed);
-    let _ = engine.join();
-    match Arc::try_unwrap(failure).ok().and_then(|f| f.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    engine
+        .join()
+        .map_err(|_| "the engine thread panicked".to_string())?
 }
 
 fn router(state: Arc<AppState>, body_limit: usize) -> Router {

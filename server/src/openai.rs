@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 use superinfer_runtime::core::tokenizer::Tokenizer;
-use superinfer_runtime::scheduler::{Completion, TokenLogprob};
+use superinfer_runtime::scheduler::{Completion, RequestError, TokenLogprob};
 use superinfer_runtime::StopReason;
 
 /// Which endpoint a generation answers.
@@ -11,6 +11,21 @@ use superinfer_runtime::StopReason;
 pub enum Api {
     Chat,
     Completions,
+}
+
+impl Api {
+    /// The request parameter a refusal is about (the prompt's field differs by endpoint).
+    pub fn param_of(self, e: &RequestError) -> Option<&'static str> {
+        match (e, self) {
+            (RequestError::EmptyPrompt | RequestError::PromptTooLong { .. }, Api::Chat) => {
+                Some("messages")
+            }
+            (RequestError::EmptyPrompt | RequestError::PromptTooLong { .. }, _) => Some("prompt"),
+            (RequestError::InvalidLogprobs(_), Api::Chat) => Some("top_logprobs"),
+            (RequestError::InvalidLogprobs(_), _) => Some("logprobs"),
+            _ => None,
+        }
+    }
 }
 
 /// What a response is made of, gathered from the request's events.

@@ -168,7 +168,7 @@ pub fn gen_params(body: &Map<String, Value>, chat: bool) -> Result<GenParams, Ap
 
     let d = SamplerConfig::default();
     let seed = match f.get("seed") {
-        None => random_seed(),
+        None => superinfer_runtime::random_seed(),
         Some(Value::Number(n)) => n
             .as_u64()
             .or_else(|| n.as_i64().map(|x| x as u64))
@@ -372,14 +372,3 @@ fn token_ids(ids: &[Value]) -> Option<Prompt> {
         .collect::<Option<Vec<u32>>>()
         .map(Prompt::Tokens)
 }
-
-fn random_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    (t as u64) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

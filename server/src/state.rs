@@ -18,8 +18,6 @@ pub struct Ready {
     pub engine: Arc<Engine>,
     pub client: Client,
     pub template: ChatTemplate,
-    /// One request's context (prompt + generated tokens).
-    pub n_ctx: usize,
     pub n_parallel: usize,
 }
 
@@ -84,7 +82,6 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Str
         engine: engine.clone(),
         client: client.clone(),
         template,
-        n_ctx: sched.n_ctx(),
         n_parallel: setup.scheduler.n_parallel,
     };
     if state.ready.set(ready).is_err() {

@@ -21,6 +21,19 @@ pub use scheduler::{Scheduler, SchedulerOptions};
 pub use session::{GenerateStats, Session, SessionOptions, StopReason, TokenEvent};
 pub use superinfer_core as core;
 
+/// A seed for a sampler that was given none: the time, the process and a per-call counter
+/// (two requests in the same nanosecond still differ).
+pub fn random_seed() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    (t as u64) ^ (u64::from(std::process::id()) << 32) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 /// Errors of the runtime: core errors with the context of where they happened.
 #[derive(Debug)]
 pub enum Error {

@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde_json::json;
 use superinfer_runtime::core::sampler::Rng;
 use superinfer_runtime::mem::{peak_rss_bytes, reset_peak_rss};
-use superinfer_runtime::{Engine, EngineOptions, Session, SessionOptions};
+use superinfer_runtime::{Engine, EngineOptions, Session};
 
 use crate::args::BenchArgs;
 use crate::cmd::{parse_isa, write_stdout};
@@ -174,11 +174,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 ));
             }
             let mut s = engine
-                .session(&SessionOptions {
-                    n_ctx,
-                    cache_type_k: a.cache.k,
-                    cache_type_v: a.cache.v,
-                })
+                .session(&a.cache.session(n_ctx))
                 .map_err(|e| e.to_string())?;
             let n_vocab = engine.config().n_vocab;
             let depth = random_tokens(&mut rng, n_vocab, d);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use superinfer_runtime::core::sampler::Sampler;
-use superinfer_runtime::{Engine, Session, SessionOptions, StopReason};
+use superinfer_runtime::{Engine, Session, StopReason};
 use superinfer_template::{ChatTemplate, Message};
 
 use crate::args::ChatArgs;
@@ -34,11 +34,7 @@ pub fn run(a: &ChatArgs) -> Result<(), String> {
     let engine = super::load_engine(&a.model)?;
     let template = superinfer_server::chat_template(&engine, a.chat_template.as_deref())?;
     let mut session = engine
-        .session(&SessionOptions {
-            n_ctx: a.ctx_size,
-            cache_type_k: a.cache.k,
-            cache_type_v: a.cache.v,
-        })
+        .session(&a.cache.session(a.ctx_size))
         .map_err(|e| e.to_string())?;
     let max = usize::try_from(a.n_predict).unwrap_or(usize::MAX);
 

@@ -2,7 +2,6 @@ use std::io::Write;
 use std::ops::ControlFlow;
 
 use superinfer_runtime::core::sampler::Sampler;
-use superinfer_runtime::SessionOptions;
 
 use crate::args::RunArgs;
 
@@ -27,11 +26,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         engine.encode_prompt(&a.prompt).map_err(|e| e.to_string())?
     };
     let mut session = engine
-        .session(&SessionOptions {
-            n_ctx: a.ctx_size,
-            cache_type_k: a.cache.k,
-            cache_type_v: a.cache.v,
-        })
+        .session(&a.cache.session(a.ctx_size))
         .map_err(|e| e.to_string())?;
     if prompt.len() > session.n_ctx() {
         return Err(format!(

@@ -166,10 +166,9 @@ async fn generate(
     let prompt_tokens = request.prompt.len();
     let (tx, rx) = unbounded_channel();
     let ticket = ready.client.submit_to(request, Sink(tx)).map_err(|e| {
+        let param = api.param_of(&e);
         let mut err = ApiError::from(e);
-        if err.param.as_deref() == Some("messages") && api == Api::Completions {
-            err.param = Some("prompt".into());
-        }
+        err.param = param.map(str::to_string);
         err
     })?;
     st.metrics.set_waiting(ready.client.waiting());

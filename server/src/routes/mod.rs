@@ -61,7 +61,7 @@ pub async fn models(State(st): State<Arc<AppState>>) -> Json<Value> {
             "n_ctx_train": c.n_ctx_train,
             "n_embd": c.n_embd,
             "size": r.engine.file_size(),
-            "n_ctx": r.n_ctx,
+            "n_ctx": r.client.n_ctx(),
         });
     }
     Json(json!({ "object": "list", "data": [model] }))
@@ -73,7 +73,7 @@ pub async fn props(State(st): State<Arc<AppState>>) -> Result<Json<Value>, ApiEr
         "chat_template": r.template.source(),
         "bos_token": r.template.bos_token(),
         "eos_token": r.template.eos_token(),
-        "n_ctx": r.n_ctx,
+        "n_ctx": r.client.n_ctx(),
         "total_slots": r.n_parallel,
         "model_alias": st.alias,
         "model_path": st.model_path.display().to_string(),

@@ -36,6 +36,8 @@ pub(super) struct Active {
     ignore_eos: bool,
     /// Top log-probabilities to report per token, when asked for.
     logprobs: Option<usize>,
+    /// The position's logits before sampling (log-probabilities only).
+    raw_logits: Vec<f32>,
     queue_time: Duration,
     admitted: Instant,
     first_token: Option<Instant>,
@@ -64,6 +66,7 @@ impl Active {
             held: String::new(),
             ignore_eos: r.ignore_eos,
             logprobs: r.logprobs,
+            raw_logits: Vec::new(),
             queue_time: now.duration_since(sub.submitted),
             admitted: now,
             first_token: None,
@@ -101,10 +104,20 @@ impl Active {
             // the prompt only (its keys and values stay cached for later requests)
             return self.finish(StopReason::Length);
         }
-        // the model's distribution, before the sampler's penalties and temperature
-        let dist = self.logprobs.map(|n| LogSoftmax::new(logits, n));
+        // the model's distribution, before the sampler's penalties and temperature (which
+        // may change `logits` in place: the raw ones are kept in a buffer reused per token)
+        let dist = self.logprobs.map(|n| {
+            self.raw_logits.clear();
+            self.raw_logits.extend_from_slice(logits);
+            log_softmax_top(logits, n)
+        });
         let id = self.sampler.sample(logits, &self.history);
-        let logprob = dist.map(|d| Box::new(d.of(id)));
+        let logprob = dist.map(|(lse, top)| {
+            Box::new(TokenLogprob {
+                logprob: self.raw_logits[id as usize] - lse,
+                top,
+            })
+        });
         self.generated += 1;
         self.first_token.get_or_insert_with(Instant::now);
         if !self.ignore_eos && tok.is_eog(id) {
@@ -190,47 +203,25 @@ impl Active {
     }
 }
 
-/// A position's log-softmax: what a token's log-probability needs, taken before the sampler
-/// changes the logits.
-struct LogSoftmax {
-    /// log Σ exp(logit)
-    lse: f32,
-    /// The most likely tokens and their log-probabilities, most likely first.
-    top: Vec<(u32, f32)>,
-    /// Every logit (the sampled token may be outside `top`).
-    logits: Vec<f32>,
-}
-
-impl LogSoftmax {
-    fn new(logits: &[f32], n_top: usize) -> LogSoftmax {
-        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
-        let lse = max + sum.ln() as f32;
-        let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
-        let by_logit = |a: &u32, b: &u32| {
-            logits[*b as usize]
-                .total_cmp(&logits[*a as usize])
-                .then(a.cmp(b))
-        };
-        if n_top > 0 && n_top < idx.len() {
-            idx.select_nth_unstable_by(n_top - 1, by_logit);
-        }
-        idx.truncate(n_top);
-        idx.sort_by(by_logit);
-        LogSoftmax {
-            lse,
-            top: idx
-                .into_iter()
-                .map(|i| (i, logits[i as usize] - lse))
-                .collect(),
-            logits: logits.to_vec(),
+/// The log-softmax normaliser of `logits` (log Σ exp) and its `n` most likely tokens with
+/// their log-probabilities, most likely first (ties: the lower id first). One pass for the
+/// maximum, one for the sum and the top list (at most [`super::MAX_TOP_LOGPROBS`] entries, kept
+/// sorted by insertion).
+fn log_softmax_top(logits: &[f32], n: usize) -> (f32, Vec<(u32, f32)>) {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0f64;
+    let mut top: Vec<(u32, f32)> = Vec::with_capacity(n + 1);
+    for (i, &l) in logits.iter().enumerate() {
+        sum += ((l - max) as f64).exp();
+        if n > 0 && (top.len() < n || l > top[top.len() - 1].1) {
+            let at = top.partition_point(|&(_, t)| t >= l);
+            top.insert(at, (i as u32, l));
+            top.truncate(n);
         }
     }
-
-    fn of(self, id: u32) -> TokenLogprob {
-        TokenLogprob {
-            logprob: self.logits[id as usize] - self.lse,
-            top: self.top,
-        }
+    let lse = max + sum.ln() as f32;
+    for t in &mut top {
+        t.1 -= lse;
     }
+    (lse, top)
 }
