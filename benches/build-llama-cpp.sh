@@ -2,6 +2,8 @@
 # Build llama.cpp's benchmark tools and llama-server from the sources vendored in the
 # llama-cpp-python sdist (pinned), cached under ${SUPERINFER_CACHE:-~/.cache/superinfer}/llama.cpp.
 # llama.cpp is the speed baseline and the oracle only; superinfer never links it.
+# llama-speculative and llama-lookup are examples (LLAMA_BUILD_EXAMPLES=ON; only those two of
+# them are built): the baselines of benches/spec.py.
 # llama-server is built without its web UI (no npm, no download of prebuilt assets) and
 # without OpenSSL: it only serves the HTTP API on loopback (benches/serve_load.py --compare).
 #
@@ -87,11 +89,12 @@ case "$VARIANT" in
   *) echo "usage: $0 [native|avx2|amx-probe]" >&2; exit 2 ;;
 esac
 BIN="$BUILD/bin"
-TOOLS=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize llama-server)
+TOOLS=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize llama-server
+  llama-speculative llama-lookup)
 # C/CXX flags are always passed (empty or not) so a reconfigure drops earlier ones
 CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release "${ISA_FLAGS[@]}"
   "-DCMAKE_C_FLAGS=$EXTRA_FLAGS" "-DCMAKE_CXX_FLAGS=$EXTRA_FLAGS"
-  -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+  -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF)
 STAMP="$BUILD/superinfer-config"

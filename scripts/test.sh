@@ -4,7 +4,8 @@
 # [profile.test] in Cargo.toml). Ends with one "tests: N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/fetch-models.sh qwen2.5-0.5b gemma3-270m >/dev/null
+# Qwen2.5-Coder-1.5B: the speculative decoding test (tests/tests/speculative.rs) drafts it with 0.5B
+scripts/fetch-models.sh qwen2.5-0.5b gemma3-270m qwen2.5-1.5b >/dev/null
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

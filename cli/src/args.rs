@@ -40,7 +40,7 @@ pub enum Command {
     Isas,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct ModelArgs {
     /// Path to a GGUF model file.
     #[arg(short = 'm', long = "model")]
@@ -106,6 +106,8 @@ pub struct RunArgs {
     pub ctx_size: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub spec: SpecArgs,
     /// Do not add BOS even if the model asks for it.
     #[arg(long = "no-bos")]
     pub no_bos: bool,
@@ -152,6 +154,30 @@ impl SamplingArgs {
     }
 }
 
+/// Speculative decoding (llama.cpp's flag names): a draft model or prompt lookup proposes
+/// tokens, the model checks them in one batched step. Greedy output is unchanged by it;
+/// sampled output keeps its distribution.
+#[derive(Args, Clone)]
+pub struct SpecArgs {
+    /// Draft model: a smaller model with the same tokenizer (e.g. Qwen2.5-Coder-0.5B for
+    /// Qwen2.5-Coder-1.5B).
+    #[arg(long = "model-draft", visible_alias = "md")]
+    pub model_draft: Option<PathBuf>,
+    /// Prompt lookup instead of a draft model: draft by finding the last N tokens (N down
+    /// to 2) earlier in the prompt and output and copying what followed (0 = off).
+    #[arg(long = "lookup-ngram", default_value_t = 0)]
+    pub lookup_ngram: usize,
+    /// Most tokens drafted per step (0 turns speculation off).
+    #[arg(long = "draft-max", visible_alias = "draft", default_value_t = 16)]
+    pub draft_max: usize,
+    /// Fewest tokens a draft model drafts per step, whatever their probability.
+    #[arg(long = "draft-min", default_value_t = 0)]
+    pub draft_min: usize,
+    /// A draft model stops drafting when its most likely token is less likely than this.
+    #[arg(long = "draft-p-min", default_value_t = 0.75)]
+    pub draft_p_min: f32,
+}
+
 #[derive(Args)]
 pub struct ChatArgs {
     #[command(flatten)]
@@ -160,6 +186,8 @@ pub struct ChatArgs {
     pub cache: CacheArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub spec: SpecArgs,
     /// Context size of the conversation (0 = min(4096, trained context)).
     #[arg(short = 'c', long = "ctx-size", default_value_t = 0)]
     pub ctx_size: usize,
@@ -262,6 +290,13 @@ pub struct BenchArgs {
     /// kernels at load (also SUPERINFER_NO_REPACK=1).
     #[arg(long = "no-repack")]
     pub no_repack: bool,
+    /// Speculative decoding benchmark (with --model-draft or --lookup-ngram): the prompt
+    /// text (special tokens parsed), from which `-n` tokens are decoded greedily with and
+    /// without speculation, alternated.
+    #[arg(short = 'f', long = "prompt-file")]
+    pub prompt_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub spec: SpecArgs,
 }
 
 #[derive(Args)]

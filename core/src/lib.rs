@@ -19,6 +19,7 @@ pub mod ops;
 pub mod parallel;
 pub mod quant;
 pub mod sampler;
+pub mod speculative;
 pub mod tokenizer;
 
 pub use error::{Error, Result};

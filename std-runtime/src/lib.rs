@@ -10,6 +10,7 @@ pub mod perplexity;
 pub mod pool;
 pub mod scheduler;
 mod session;
+pub mod speculative;
 
 use std::fmt;
 use std::path::Path;

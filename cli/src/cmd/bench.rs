@@ -100,6 +100,9 @@ fn run_once(
 }
 
 pub fn run(a: &BenchArgs) -> Result<(), String> {
+    if a.spec.model_draft.is_some() || a.spec.lookup_ngram > 0 {
+        return super::bench_spec::run(a);
+    }
     if a.repetitions == 0 {
         return Err("-r/--repetitions must be at least 1".into());
     }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use superinfer_runtime::core::sampler::Sampler;
+use superinfer_runtime::speculative::Drafter;
 use superinfer_runtime::{Engine, Session, StopReason};
 use superinfer_template::{ChatTemplate, Message};
 
@@ -31,12 +32,20 @@ pub fn run(a: &ChatArgs) -> Result<(), String> {
         ));
     }
     let mut sampler = Sampler::new(a.sampling.config()).map_err(|e| e.to_string())?;
+    a.spec.check()?;
     let engine = super::load_engine(&a.model)?;
+    let draft_engine = a.spec.load_draft(&a.model)?;
     let template = superinfer_server::chat_template(&engine, a.chat_template.as_deref())?;
     let mut session = engine
         .session(&a.cache.session(a.ctx_size))
         .map_err(|e| e.to_string())?;
     let max = usize::try_from(a.n_predict).unwrap_or(usize::MAX);
+    let mut drafter = a.spec.drafter(
+        &engine,
+        draft_engine.as_ref(),
+        session.n_ctx(),
+        sampler.config(),
+    )?;
 
     // Ctrl-C during an answer stops it; at the prompt rustyline reads it as a key
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -94,7 +103,12 @@ pub fn run(a: &ChatArgs) -> Result<(), String> {
             max,
             interrupted: &interrupted,
         };
-        match turn.answer(&mut session, &messages, &mut sampler) {
+        match turn.answer(
+            &mut session,
+            &messages,
+            &mut sampler,
+            drafter.as_deref_mut(),
+        ) {
             Ok(reply) => messages.push(Message::new("assistant", reply)),
             Err(e) => {
                 // the turn is dropped; the conversation stays as it was
@@ -132,6 +146,7 @@ impl Turn<'_> {
         session: &mut Session<'_>,
         messages: &[Message],
         sampler: &mut Sampler,
+        drafter: Option<&mut (dyn Drafter + '_)>,
     ) -> Result<String, String> {
         let (max, interrupted) = (self.max, self.interrupted);
         let prompt = self
@@ -162,7 +177,7 @@ impl Turn<'_> {
         let mut reply = String::new();
         let mut out = std::io::stdout().lock();
         let stats = session
-            .generate(&tokens[same..], max, sampler, |ev| {
+            .generate_with(&tokens[same..], max, sampler, drafter, |ev| {
                 reply.push_str(ev.text);
                 let _ = out.write_all(ev.text.as_bytes());
                 let _ = out.flush();
@@ -189,6 +204,9 @@ impl Turn<'_> {
         stats.generated_tokens,
         rate(stats.generated_tokens, stats.generate_time),
     );
+        if stats.verify_steps > 0 {
+            eprintln!("[{}]", super::spec::describe(&stats));
+        }
         Ok(reply)
     }
 }

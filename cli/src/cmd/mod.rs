@@ -1,10 +1,12 @@
 pub mod bench;
 mod bench_batched;
+mod bench_spec;
 pub mod chat;
 pub mod info;
 pub mod perplexity;
 pub mod run;
 pub mod serve;
+mod spec;
 pub mod tokenize;
 
 use std::io::{IsTerminal, Write};

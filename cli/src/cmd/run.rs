@@ -15,7 +15,9 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         ));
     }
 
+    a.spec.check()?;
     let engine = super::load_engine(&a.model)?;
+    let draft_engine = a.spec.load_draft(&a.model)?;
     let prompt = if a.no_bos {
         engine
             .tokenizer()
@@ -36,6 +38,12 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             engine.config().n_ctx_train
         ));
     }
+    let mut drafter = a.spec.drafter(
+        &engine,
+        draft_engine.as_ref(),
+        session.n_ctx(),
+        sampler.config(),
+    )?;
     let max = if a.n_predict < 0 {
         usize::MAX
     } else {
@@ -46,7 +54,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     let mut out = stdout.lock();
     let mut write_err = None;
     let stats = session
-        .generate(&prompt, max, &mut sampler, |ev| {
+        .generate_with(&prompt, max, &mut sampler, drafter.as_deref_mut(), |ev| {
             let r = out.write_all(ev.text.as_bytes()).and_then(|_| out.flush());
             match r {
                 Ok(()) => ControlFlow::Continue(()),
@@ -63,13 +71,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             return Err(format!("writing to stdout: {e}"));
         }
     }
-    let rate = |n: usize, t: std::time::Duration| {
-        if t.as_secs_f64() > 0.0 {
-            n as f64 / t.as_secs_f64()
-        } else {
-            0.0
-        }
-    };
+    let rate = super::spec::rate;
     eprintln!(
         "\nload: {:.0} ms | prompt: {} tokens, {:.2} tok/s | generation: {} tokens, {:.2} tok/s | stop: {:?} | isa: {} | threads: {}",
         engine.load_time().as_secs_f64() * 1e3,
@@ -81,5 +83,8 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         engine.isa().name(),
         engine.threads(),
     );
+    if drafter.is_some() {
+        eprintln!("{}", super::spec::describe(&stats));
+    }
     Ok(())
 }

@@ -127,6 +127,21 @@ impl Sampler {
     /// Picks the next token from the full vocabulary's `logits` (modified in place by the
     /// penalties), given the `history` of tokens so far.
     pub fn sample(&mut self, logits: &mut [f32], history: &[u32]) -> u32 {
+        self.distribution(logits, history);
+        self.draw()
+    }
+
+    /// Whether every draw is the argmax (temperature <= 0 or top-k 1): the distribution is
+    /// then one token with probability 1 and no random number is used.
+    pub fn is_greedy(&self) -> bool {
+        self.cfg.temperature <= 0.0 || self.cfg.top_k == 1
+    }
+
+    /// The distribution the next token is drawn from, after the whole chain (penalties,
+    /// top-k, top-p, min-p, temperature): candidates sorted by probability, summing to 1. A
+    /// greedy sampler's is the argmax alone. `logits` is modified in place by the penalties.
+    /// Speculative sampling compares these of the target and of the draft.
+    pub fn distribution(&mut self, logits: &mut [f32], history: &[u32]) -> &[Candidate] {
         for l in logits.iter_mut() {
             if l.is_nan() {
                 *l = f32::NEG_INFINITY;
@@ -136,21 +151,61 @@ impl Sampler {
             let start = history.len().saturating_sub(self.cfg.repeat_last_n);
             penalties::apply(&self.cfg, logits, &history[start..], &mut self.counts);
         }
-        if self.cfg.temperature <= 0.0 || self.cfg.top_k == 1 {
-            return filters::argmax(logits);
+        self.cands.clear();
+        if self.is_greedy() {
+            self.cands.push(Candidate {
+                id: filters::argmax(logits),
+                logit: 0.0,
+                p: 1.0,
+            });
+            return &self.cands;
         }
         filters::candidates(&self.cfg, logits, &mut self.cands);
         filters::top_p(&mut self.cands, self.cfg.top_p);
         filters::min_p(&mut self.cands, self.cfg.min_p);
         filters::softmax(&mut self.cands, self.cfg.temperature);
-        let r = self.rng.next_f64();
-        let mut acc = 0.0f64;
-        for c in &self.cands {
-            acc += c.p as f64;
-            if r < acc {
-                return c.id;
-            }
-        }
-        self.cands.last().map(|c| c.id).unwrap_or(0)
+        &self.cands
     }
+
+    /// Draws a token from the last [`Self::distribution`] (a greedy one without using the
+    /// random numbers).
+    pub fn draw(&mut self) -> u32 {
+        if self.is_greedy() {
+            return self.cands.first().map_or(0, |c| c.id);
+        }
+        draw(&self.cands, &mut self.rng)
+    }
+
+    /// The target's side of speculative sampling: this sampler's distribution for `logits`
+    /// (see [`Self::distribution`]), then [`crate::speculative::verify`] of drafted token
+    /// `x`, which the draft drew from `q` (`None`: chosen deterministically).
+    pub fn verify(
+        &mut self,
+        logits: &mut [f32],
+        history: &[u32],
+        x: u32,
+        q: Option<&[Candidate]>,
+    ) -> crate::speculative::Verdict {
+        self.distribution(logits, history);
+        crate::speculative::verify(&self.cands, q, x, &mut self.rng)
+    }
+
+    /// The random numbers this sampler draws with (speculative acceptance uses them too, so
+    /// a seed fixes the whole output).
+    pub fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
+    }
+}
+
+/// Draws from candidates whose probabilities sum to 1 (rounding: the last one takes the rest).
+pub fn draw(cands: &[Candidate], rng: &mut Rng) -> u32 {
+    let r = rng.next_f64();
+    let mut acc = 0.0f64;
+    for c in cands {
+        acc += c.p as f64;
+        if r < acc {
+            return c.id;
+        }
+    }
+    cands.last().map(|c| c.id).unwrap_or(0)
 }

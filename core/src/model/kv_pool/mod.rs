@@ -328,15 +328,21 @@ impl KvPool {
         Ok(grow + usize::from(n > 0 && self.shared_partial(s).is_some()))
     }
 
-    /// The block of `s`'s partial last position when it is shared or has an address (so it
-    /// must be copied before the sequence writes into it).
-    fn shared_partial(&self, s: &Seq) -> Option<u32> {
+    /// The block of `s`'s partial last position (after a rollback or a fork).
+    fn partial(s: &Seq) -> Option<u32> {
         let len = s.tokens.len();
-        let b = *s
-            .table
+        s.table
             .get(len / BLOCK)
-            .filter(|_| !len.is_multiple_of(BLOCK))?;
-        (self.blocks.refs(b) != 1 || self.blocks.is_registered(b)).then_some(b)
+            .filter(|_| !len.is_multiple_of(BLOCK))
+            .copied()
+    }
+
+    /// The block of `s`'s partial last position when another sequence holds it too (so it
+    /// must be copied before the sequence writes into it). One the sequence holds alone is
+    /// written in place, its address (if it was full and cached before a rollback) dropped:
+    /// a rollback such as speculative decoding's needs no spare block.
+    fn shared_partial(&self, s: &Seq) -> Option<u32> {
+        Self::partial(s).filter(|&b| self.blocks.refs(b) != 1)
     }
 
     /// Positions `id` can still write: what its blocks hold past its tokens and what the
@@ -368,6 +374,12 @@ impl KvPool {
                 needed,
                 available: self.blocks.available(),
             });
+        }
+        if let Some(b) = Self::partial(self.seq(id)?).filter(|_| n > 0) {
+            if self.blocks.refs(b) == 1 {
+                // about to change: no longer the content its address names
+                self.blocks.unregister(b);
+            }
         }
         if needed == 0 {
             return Ok(());

@@ -1,18 +1,17 @@
 //! `Session`: one conversation over a shared `Engine`: a KV pool of its context's size
 //! holding one sequence, and the working memory of its steps.
 
-use std::ops::ControlFlow;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use superinfer_core::model::{
     forward, KvPool, Logits, PoolOptions, PoolStats, Scratch, SeqId, Step,
 };
 use superinfer_core::ops::attention::KvType;
-use superinfer_core::sampler::Sampler;
-use superinfer_core::tokenizer::StreamDecoder;
 
 use crate::engine::Engine;
 use crate::Error;
+
+mod decode;
 
 /// Prompt tokens are evaluated in micro-batches of this many (llama.cpp's default n_ubatch).
 pub const UBATCH: usize = 512;
@@ -59,6 +58,23 @@ pub struct GenerateStats {
     pub generated_tokens: usize,
     pub generate_time: Duration,
     pub stop: StopReason,
+    /// Speculative decoding: tokens drafted, drafted tokens the target accepted, and the
+    /// target's verification steps that checked a draft (all 0 without a drafter).
+    pub drafted: usize,
+    pub accepted: usize,
+    pub verify_steps: usize,
+}
+
+impl GenerateStats {
+    /// Share of drafted tokens the target accepted.
+    pub fn acceptance(&self) -> f64 {
+        self.accepted as f64 / self.drafted.max(1) as f64
+    }
+
+    /// Mean number of drafted tokens accepted per verification step.
+    pub fn mean_accepted(&self) -> f64 {
+        self.accepted as f64 / self.verify_steps.max(1) as f64
+    }
 }
 
 /// One generated token as handed to the streaming callback.
@@ -225,62 +241,5 @@ impl<'e> Session<'e> {
             done += chunk.len();
         }
         Ok(())
-    }
-
-    /// Evaluates `prompt`, then samples up to `max_tokens` tokens, streaming each to
-    /// `on_token` (which may stop generation by returning `ControlFlow::Break`).
-    pub fn generate(
-        &mut self,
-        prompt: &[u32],
-        max_tokens: usize,
-        sampler: &mut Sampler,
-        mut on_token: impl FnMut(TokenEvent<'_>) -> ControlFlow<()>,
-    ) -> Result<GenerateStats, Error> {
-        if prompt.is_empty() && self.tokens().is_empty() {
-            return Err(Error::Usage(
-                "the prompt is empty (no tokens to start from)".into(),
-            ));
-        }
-        let t0 = Instant::now();
-        self.feed(prompt)?;
-        let prompt_time = t0.elapsed();
-
-        let tok = self.engine.tokenizer();
-        let mut decoder = StreamDecoder::new(false);
-        let t1 = Instant::now();
-        let mut generated = 0;
-        let stop = loop {
-            if generated >= max_tokens {
-                break StopReason::Length;
-            }
-            let history = self.pool.seq_tokens(self.seq).unwrap_or(&[]);
-            let id = sampler.sample(&mut self.logits, history);
-            generated += 1;
-            if tok.is_eog(id) {
-                break StopReason::EndOfGeneration;
-            }
-            let text = decoder.push(tok, id).unwrap_or_default();
-            if on_token(TokenEvent { id, text: &text }).is_break() {
-                break StopReason::Cancelled;
-            }
-            if self.tokens().len() >= self.n_ctx() {
-                break StopReason::ContextFull;
-            }
-            self.feed(&[id])?;
-        };
-        let rest = decoder.flush();
-        if !rest.is_empty() {
-            let _ = on_token(TokenEvent {
-                id: u32::MAX,
-                text: &rest,
-            });
-        }
-        Ok(GenerateStats {
-            prompt_tokens: prompt.len(),
-            prompt_time,
-            generated_tokens: generated,
-            generate_time: t1.elapsed(),
-            stop,
-        })
     }
 }

@@ -1,0 +1,186 @@
+//! A draft model: a smaller model of the target's family, decoding ahead in its own session.
+
+use superinfer_core::sampler::{Sampler, SamplerConfig};
+
+use super::{Draft, Drafter};
+use crate::engine::Engine;
+use crate::session::{Session, SessionOptions};
+use crate::Error;
+
+/// Vocabularies may differ in size by this many tokens (padding, added tokens at the end);
+/// llama.cpp's `SPEC_VOCAB_MAX_SIZE_DIFFERENCE`.
+const MAX_VOCAB_DIFFERENCE: usize = 128;
+
+/// Checks that `draft` can draft for `target`: the same tokens under the same ids (a
+/// difference in size of at most 128 tokens at the end), the same BOS and EOS. Drafted ids
+/// the target does not have are never proposed.
+pub fn check_vocab(target: &Engine, draft: &Engine) -> Result<(), Error> {
+    let (t, d) = (target.tokenizer(), draft.tokenizer());
+    let (nt, nd) = (t.vocab_size(), d.vocab_size());
+    let hint = "the draft model must use the target's tokenizer (a smaller model of the same \
+                family, e.g. Qwen2.5-Coder-0.5B for Qwen2.5-Coder-1.5B)";
+    if nt.abs_diff(nd) > MAX_VOCAB_DIFFERENCE {
+        return Err(Error::Usage(format!(
+            "the draft model's vocabulary has {nd} tokens and the target's {nt}: {hint}"
+        )));
+    }
+    if t.bos() != d.bos() || t.eos() != d.eos() {
+        return Err(Error::Usage(format!(
+            "the draft model's BOS/EOS tokens ({:?}/{:?}) differ from the target's \
+             ({:?}/{:?}): {hint}",
+            d.bos(),
+            d.eos(),
+            t.bos(),
+            t.eos()
+        )));
+    }
+    if let Some(id) =
+        (0..nt.min(nd) as u32).find(|&i| t.token_to_piece(i, true) != d.token_to_piece(i, true))
+    {
+        return Err(Error::Usage(format!(
+            "token {id} is {:?} in the draft model and {:?} in the target: {hint}",
+            d.token_text(id),
+            t.token_text(id)
+        )));
+    }
+    Ok(())
+}
+
+/// How a draft model drafts (llama.cpp's `--draft-max`, `--draft-min`, `--draft-p-min`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DraftOptions {
+    /// At most this many tokens per round.
+    pub max: usize,
+    /// At least this many, whatever their probability (unless the limit is lower).
+    pub min: usize,
+    /// Stop drafting when the draft's most likely token has a lower probability.
+    pub p_min: f32,
+}
+
+impl Default for DraftOptions {
+    fn default() -> Self {
+        DraftOptions {
+            max: 16,
+            min: 0,
+            p_min: 0.75,
+        }
+    }
+}
+
+/// A draft model's session and sampler. Its cache follows the target's text: each round it
+/// keeps the longest common prefix and evaluates what is new (usually one or two tokens).
+pub struct DraftModel<'d> {
+    session: Session<'d>,
+    sampler: Sampler,
+    opts: DraftOptions,
+    /// The target's vocabulary size: ids at or above it are never proposed.
+    n_vocab_target: usize,
+    row: Vec<f32>,
+    seen: Vec<u32>,
+}
+
+impl<'d> DraftModel<'d> {
+    /// A draft model for `target` (vocabularies checked, see [`check_vocab`]) with a context
+    /// of `n_ctx` tokens (capped at its trained context), drawing with the target's sampler
+    /// settings (`sampling`; a greedy target gets a greedy draft).
+    pub fn new(
+        target: &Engine,
+        draft: &'d Engine,
+        n_ctx: usize,
+        sampling: &SamplerConfig,
+        opts: DraftOptions,
+    ) -> Result<DraftModel<'d>, Error> {
+        check_vocab(target, draft)?;
+        let n_ctx = n_ctx.min(draft.config().n_ctx_train);
+        let session = draft.session(&SessionOptions::with_ctx(n_ctx))?;
+        let sampler = Sampler::new(SamplerConfig {
+            // its own random numbers, not a copy of the target's
+            seed: sampling.seed ^ 0x5eed_d4a7_0000_0001,
+            ..sampling.clone()
+        })
+        .map_err(Error::Core)?;
+        Ok(DraftModel {
+            session,
+            sampler,
+            opts,
+            n_vocab_target: target.tokenizer().vocab_size(),
+            row: Vec::new(),
+            seen: Vec::new(),
+        })
+    }
+
+    pub fn options(&self) -> &DraftOptions {
+        &self.opts
+    }
+
+    /// Brings the draft's cache to `tokens` (its logits are then those after the last one).
+    fn sync(&mut self, tokens: &[u32]) -> Result<(), Error> {
+        let have = self.session.tokens();
+        let common = have.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+        // the last token runs again when nothing is new: its logits are needed
+        let keep = common.min(tokens.len().saturating_sub(1));
+        self.session.truncate(keep);
+        self.session.feed(&tokens[keep..])
+    }
+}
+
+/// Probability of the most likely token under raw `logits` (terms below e^-20 of the
+/// maximum are left out of the sum: they do not move a threshold).
+fn top_probability(logits: &[f32]) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let floor = max - 20.0;
+    let sum: f32 = logits
+        .iter()
+        .filter(|&&l| l > floor)
+        .map(|&l| (l - max).exp())
+        .sum();
+    1.0 / sum
+}
+
+impl Drafter for DraftModel<'_> {
+    fn prefill(&mut self, tokens: &[u32]) -> Result<(), Error> {
+        if tokens.len() < self.session.n_ctx() {
+            self.sync(tokens)?;
+        }
+        Ok(())
+    }
+
+    fn draft(&mut self, history: &[u32], limit: usize, out: &mut Draft) -> Result<(), Error> {
+        // the draft's own context bounds it too (it may be smaller than the target's)
+        let room = self.session.n_ctx().saturating_sub(history.len());
+        let max = self.opts.max.min(limit).min(room);
+        if max == 0 || history.is_empty() {
+            return Ok(());
+        }
+        self.sync(history)?;
+        self.seen.clear();
+        self.seen.extend_from_slice(history);
+        let greedy = self.sampler.is_greedy();
+        for k in 0..max {
+            self.row.clear();
+            self.row.extend_from_slice(self.session.logits());
+            let q = self.sampler.distribution(&mut self.row, &self.seen);
+            let (top, q) = if greedy {
+                (top_probability(self.session.logits()), None)
+            } else {
+                (q.first().map_or(0.0, |c| c.p), Some(q.to_vec()))
+            };
+            if k >= self.opts.min && top < self.opts.p_min {
+                break;
+            }
+            let id = self.sampler.draw();
+            if id as usize >= self.n_vocab_target {
+                break;
+            }
+            match q {
+                None => out.push(id),
+                Some(q) => out.push_drawn(id, &q),
+            }
+            self.seen.push(id);
+            if k + 1 < max {
+                self.session.feed(&[id])?;
+            }
+        }
+        Ok(())
+    }
+}
