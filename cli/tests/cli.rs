@@ -469,3 +469,54 @@ fn perplexity_prints_running_and_final_estimates() {
         "/nonexistent/text",
     );
 }
+
+#[test]
+fn speculative_flags() {
+    let p = model("spec");
+    let m = p.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "-m",
+            m,
+            "-p",
+            "the theory",
+            "-n",
+            "24",
+            "--temp",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        superinfer(&args)
+    };
+    assert_clean_error(
+        &run(&["--model-draft", m, "--lookup-ngram", "3"]),
+        "choose one",
+    );
+    assert_clean_error(
+        &run(&["--lookup-ngram", "3", "--draft-p-min", "2"]),
+        "probability",
+    );
+    assert_clean_error(
+        &run(&["--model-draft", m, "--draft-min", "5", "--draft-max", "2"]),
+        "--draft-min",
+    );
+    assert_clean_error(&run(&["--model-draft", "/nonexistent.gguf"]), "draft model");
+    // greedy output is the same plainly, with lookup, with a draft model (itself) and with
+    // --draft-max 0 (which decodes plainly)
+    let plain = run(&[]);
+    assert!(plain.status.success());
+    for extra in [
+        &["--lookup-ngram", "2"][..],
+        &["--model-draft", m, "--draft-max", "4"],
+        &["--lookup-ngram", "2", "--draft-max", "0"],
+    ] {
+        let out = run(extra);
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, plain.stdout, "{extra:?}");
+    }
+}
