@@ -189,7 +189,7 @@ impl Turn<'_> {
             })
             .map_err(|e| e.to_string())?;
         let _ = writeln!(out);
-        let rate = |n: usize, t: std::time::Duration| n as f64 / t.as_secs_f64().max(1e-9);
+        let rate = super::spec::rate;
         let why = match stats.stop {
             StopReason::Cancelled => " (stopped)",
             StopReason::Length => " (-n reached)",

@@ -102,6 +102,8 @@ impl Session<'_> {
             let mut batch = Vec::new();
             let mut row = Vec::new();
             let mut out = Vec::new();
+            // the history a verification row sees: the text, then the drafts accepted so far
+            let mut seen = Vec::new();
             loop {
                 // `history` ends with the pending token, at position `base`
                 let base = history.len() - 1;
@@ -126,7 +128,8 @@ impl Session<'_> {
                     stats.drafted += draft.len();
                     stats.verify_steps += 1;
                     let mut decided = false;
-                    let mut seen = history.clone();
+                    seen.clear();
+                    seen.extend_from_slice(&history);
                     self.feed_each(&batch, |i, logits| {
                         if decided {
                             return;

@@ -174,7 +174,7 @@ impl Drafter for DraftModel<'_> {
             }
             match q {
                 None => out.push(id),
-                Some(q) => out.push_drawn(id, &q),
+                Some(q) => out.push_drawn(id, q),
             }
             self.seen.push(id);
             if k + 1 < max {

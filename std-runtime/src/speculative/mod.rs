@@ -48,10 +48,10 @@ impl Draft {
     }
 
     /// Adds a token drawn from `q`.
-    pub fn push_drawn(&mut self, id: u32, q: &[Candidate]) {
+    pub fn push_drawn(&mut self, id: u32, q: Vec<Candidate>) {
         debug_assert_eq!(self.dists.len(), self.tokens.len());
         self.tokens.push(id);
-        self.dists.push(q.to_vec());
+        self.dists.push(q);
     }
 
     /// The distribution token `i` was drawn from (`None`: chosen deterministically).
