@@ -12,6 +12,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod error;
+pub mod generate;
 pub mod gguf;
 pub mod kernels;
 pub mod model;

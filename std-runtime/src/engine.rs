@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use superinfer_core::generate::Model;
 use superinfer_core::gguf::{keys, GgufFile};
 use superinfer_core::kernels::{self, Isa, Kernels};
 use superinfer_core::model::{Config, Weights};
@@ -28,11 +29,9 @@ pub struct EngineOptions {
 }
 
 pub struct Engine {
-    // Field order matters: `weights` borrows from `_arena` and `_map` and must be dropped
-    // first.
-    weights: Weights<'static>,
-    tokenizer: Tokenizer,
-    kernels: Kernels,
+    // Field order matters: `model`'s weights borrow from `_arena` and `_map` and must be
+    // dropped first.
+    model: Model<'static>,
     pool: ThreadPool,
     load_time: Duration,
     file_size: usize,
@@ -104,9 +103,7 @@ impl Engine {
         let chat_template = meta(keys::TOKENIZER_CHAT_TEMPLATE);
         let arch_name = meta(keys::GENERAL_ARCHITECTURE).unwrap_or_default();
         Ok(Engine {
-            weights,
-            tokenizer,
-            kernels,
+            model: Model::from_parts(weights, tokenizer, kernels),
             pool,
             load_time: start.elapsed(),
             file_size: bytes.len(),
@@ -117,24 +114,29 @@ impl Engine {
         })
     }
 
+    /// The model as core's generation API takes it.
+    pub fn model(&self) -> &Model<'_> {
+        &self.model
+    }
+
     pub fn config(&self) -> &Config {
-        &self.weights.config
+        self.model.config()
     }
 
     pub fn weights(&self) -> &Weights<'_> {
-        &self.weights
+        self.model.weights()
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
+        self.model.tokenizer()
     }
 
     pub fn kernels(&self) -> &Kernels {
-        &self.kernels
+        self.model.kernels()
     }
 
     pub fn isa(&self) -> Isa {
-        self.kernels.isa()
+        self.kernels().isa()
     }
 
     pub fn threads(&self) -> usize {
@@ -167,7 +169,7 @@ impl Engine {
     /// added when the model wants one and the text does not already begin with it (a
     /// rendered chat template often does).
     pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>, Error> {
-        let tok = &self.tokenizer;
+        let tok = self.tokenizer();
         let has_bos = tok
             .bos()
             .is_some_and(|b| !text.is_empty() && text.starts_with(&tok.token_text(b)));

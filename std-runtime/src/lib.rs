@@ -67,3 +67,9 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<superinfer_core::Error> for Error {
+    fn from(e: superinfer_core::Error) -> Error {
+        Error::Core(e)
+    }
+}

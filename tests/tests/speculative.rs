@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use superinfer_runtime::core::quant::GgmlType;
 use superinfer_runtime::core::sampler::{Sampler, SamplerConfig};
-use superinfer_runtime::speculative::{DraftModel, DraftOptions, Drafter, LookupDrafter};
+use superinfer_runtime::speculative::{DraftModel, DraftOptions, DynDrafter, LookupDrafter};
 use superinfer_runtime::{
     Engine, EngineOptions, GenerateStats, Session, SessionOptions, StopReason,
 };
@@ -39,7 +39,7 @@ fn greedy(
     s: &mut Session<'_>,
     prompt: &[u32],
     n: usize,
-    drafter: Option<&mut (dyn Drafter + '_)>,
+    drafter: Option<&mut DynDrafter<'_>>,
 ) -> (Vec<u32>, GenerateStats) {
     s.reset();
     let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
@@ -361,7 +361,7 @@ fn bad_drafts_are_refused_or_decode_plainly() {
         .encode_prompt("fn main() {\n    println!(\"hello\");\n}\nfn main() {")
         .unwrap();
     let n_ctx = prompt.len() + 20;
-    let run = |d: Option<&mut (dyn Drafter + '_)>| {
+    let run = |d: Option<&mut DynDrafter<'_>>| {
         let mut s = target.session(&SessionOptions::with_ctx(n_ctx)).unwrap();
         let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
         let mut out = Vec::new();

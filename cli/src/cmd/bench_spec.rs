@@ -27,7 +27,7 @@ fn decode(
     s: &mut Session<'_>,
     prompt: &[u32],
     n: usize,
-    drafter: Option<&mut (dyn superinfer_runtime::speculative::Drafter + '_)>,
+    drafter: Option<&mut superinfer_runtime::speculative::DynDrafter<'_>>,
 ) -> Result<Run, String> {
     s.reset();
     let mut sampler = Sampler::new(SamplerConfig::greedy()).map_err(|e| e.to_string())?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use superinfer_runtime::core::sampler::Sampler;
-use superinfer_runtime::speculative::Drafter;
+use superinfer_runtime::speculative::DynDrafter;
 use superinfer_runtime::{Engine, Session, StopReason};
 use superinfer_template::{ChatTemplate, Message};
 
@@ -146,7 +146,7 @@ impl Turn<'_> {
         session: &mut Session<'_>,
         messages: &[Message],
         sampler: &mut Sampler,
-        drafter: Option<&mut (dyn Drafter + '_)>,
+        drafter: Option<&mut DynDrafter<'_>>,
     ) -> Result<String, String> {
         let (max, interrupted) = (self.max, self.interrupted);
         let prompt = self

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use superinfer_runtime::core::sampler::SamplerConfig;
-use superinfer_runtime::speculative::{DraftModel, DraftOptions, Drafter, LookupDrafter};
+use superinfer_runtime::speculative::{DraftModel, DraftOptions, DynDrafter, LookupDrafter};
 use superinfer_runtime::{Engine, GenerateStats};
 
 use crate::args::{ModelArgs, SpecArgs};
@@ -66,7 +66,7 @@ impl SpecArgs {
         draft: Option<&'d Engine>,
         n_ctx: usize,
         sampling: &SamplerConfig,
-    ) -> Result<Option<Box<dyn Drafter + 'd>>, String> {
+    ) -> Result<Option<Box<DynDrafter<'d>>>, String> {
         if !self.enabled() {
             return Ok(None);
         }

@@ -182,7 +182,7 @@ fn run_pass(
         softcap(c.final_softcap, logits);
         on_logits(first + t, logits);
     } else if !wanted.is_empty() {
-        grow(&mut s.logits, LOGIT_ROWS * vocab);
+        grow(&mut s.logits, wanted.len().min(LOGIT_ROWS) * vocab);
         for rows in wanted.chunks(LOGIT_ROWS) {
             for (i, &t) in rows.iter().enumerate() {
                 rmsnorm(

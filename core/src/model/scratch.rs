@@ -17,6 +17,7 @@ use crate::ops::attention::AttnShape;
 use crate::ops::matmul::{ActBuf, BatchAct};
 use crate::ops::rope::RopeTable;
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
+use crate::quant::GgmlType;
 
 /// Tokens whose logits one output projection computes together: the output matrix (the
 /// largest, vocabulary × embedding) is read once per this many tokens.
@@ -105,6 +106,108 @@ impl Scratch {
         self.cap
     }
 
+    /// Bytes a scratch of `cap` tokens per pass holds for the model `w` once grown (see
+    /// [`Self::reserve`]) with `workers` attention workers: activations of `cap` tokens (of
+    /// one when `cap` is 1), the quantized activations of one token and of `cap`, the
+    /// attention buffers, the RoPE tables, and the logits rows (one, or up to
+    /// [`LOGIT_ROWS`]).
+    pub fn bytes_for(w: &Weights<'_>, cap: usize, workers: usize) -> usize {
+        let c = &w.config;
+        let cap = cap.max(1);
+        let (k_row, v_row) = c.kv_row();
+        let f = AlignedF32::bytes_for;
+        let activations = 3 * f(cap * c.n_embd)
+            + f(cap * c.n_head * c.head_dim_k)
+            + f(cap * k_row)
+            + f(cap * v_row)
+            + f(cap * c.n_head * c.head_dim_v)
+            + 2 * f(cap * c.n_ff);
+        let (row_bytes, blocks) = act_sizes(w);
+        let batch = if cap > 1 {
+            BatchAct::bytes_for(row_bytes, blocks, cap)
+        } else {
+            0
+        };
+        let rope = rope_tables(w) * 2 * cap * (c.n_rot / 2) * size_of::<f32>();
+        let logits = logit_rows(cap) * c.n_vocab * size_of::<f32>();
+        let lists = cap * (size_of::<usize>() + size_of::<usize>())
+            + size_of::<(SeqId, usize, usize)>()
+            + size_of::<Span>();
+        activations
+            + ActBuf::bytes_for(row_bytes, blocks)
+            + batch
+            + workers.max(1) * FlashScratch::bytes_for(c.attn_shape())
+            + rope_tables(w) * size_of::<RopeAngles>()
+            + rope
+            + logits
+            + lists
+    }
+
+    /// Grows every buffer now to what passes of up to the capacity need, for `workers`
+    /// attention workers ([`Self::bytes_for`] bytes), so that no step allocates afterwards
+    /// (a microcontroller's heap is checked once, at start).
+    pub fn reserve(&mut self, w: &Weights<'_>, workers: usize) {
+        let c = &w.config;
+        let cap = self.cap;
+        self.begin_pass(c, cap);
+        self.pass = 0;
+        let (row_bytes, blocks) = act_sizes(w);
+        self.act1.reserve(row_bytes, blocks);
+        if cap > 1 {
+            self.act.reserve(row_bytes, blocks, cap);
+        }
+        self.ensure_attn_scratch(c.attn_shape(), workers.max(1));
+        let half = c.n_rot / 2;
+        reserve_exact(&mut self.rope, rope_tables(w));
+        for il in 0..c.n_layer {
+            let rope = c.layer_rope(il);
+            if !self.rope.iter().any(|a| a.rope == rope) {
+                self.rope.push(RopeAngles {
+                    rope,
+                    pass: u64::MAX,
+                    half,
+                    cos: alloc::vec![0.0; cap * half],
+                    sin: alloc::vec![0.0; cap * half],
+                });
+            }
+        }
+        reserve_exact(&mut self.positions, cap);
+        reserve_exact(&mut self.wanted, cap);
+        reserve_exact(&mut self.seqs, 1);
+        reserve_exact(&mut self.spans, 1);
+        let logits = logit_rows(cap) * c.n_vocab;
+        if self.logits.len() < logits {
+            self.logits = alloc::vec![0.0; logits];
+        }
+    }
+
+    /// Bytes held now (what [`Self::bytes_for`] predicts once [`Self::reserve`]d).
+    pub fn bytes(&self) -> usize {
+        let a = [
+            &self.x, &self.xb, &self.xb2, &self.q, &self.k, &self.v, &self.attn, &self.hb,
+            &self.hb2,
+        ];
+        a.iter().map(|b| b.bytes()).sum::<usize>()
+            + self.act.bytes()
+            + self.act1.bytes()
+            + self
+                .attn_scratch
+                .iter()
+                .map(FlashScratch::bytes)
+                .sum::<usize>()
+            + self.rope.capacity() * size_of::<RopeAngles>()
+            + self
+                .rope
+                .iter()
+                .map(|r| (r.cos.capacity() + r.sin.capacity()) * size_of::<f32>())
+                .sum::<usize>()
+            + self.logits.capacity() * size_of::<f32>()
+            + self.positions.capacity() * size_of::<usize>()
+            + self.wanted.capacity() * size_of::<usize>()
+            + self.seqs.capacity() * size_of::<(SeqId, usize, usize)>()
+            + self.spans.capacity() * size_of::<Span>()
+    }
+
     /// Makes the activation buffers hold `n` tokens (at most the capacity) and starts a
     /// new pass.
     pub(super) fn begin_pass(&mut self, c: &Config, n: usize) {
@@ -190,5 +293,48 @@ impl RopeAngles {
             cos: &self.cos[t * self.half..(t + 1) * self.half],
             sin: &self.sin[t * self.half..(t + 1) * self.half],
         }
+    }
+}
+
+/// The largest quantized activation row of any matrix of `w` (bytes), and the most Q8_0
+/// blocks of one.
+fn act_sizes(w: &Weights<'_>) -> (usize, usize) {
+    let mut bytes = 0;
+    let mut blocks = 0;
+    for m in w.matrices() {
+        let ty = m.act_type();
+        bytes = bytes.max(ty.bytes_for(m.cols as u64).unwrap_or(0) as usize);
+        if ty == GgmlType::Q8_0 {
+            blocks = blocks.max(m.cols / 32);
+        }
+    }
+    (bytes, blocks)
+}
+
+/// Distinct (base, scale) pairs of the layers' RoPE: one table each.
+fn rope_tables(w: &Weights<'_>) -> usize {
+    let c = &w.config;
+    let mut seen: Vec<(f32, f32)> = Vec::new();
+    for il in 0..c.n_layer {
+        let r = c.layer_rope(il);
+        if !seen.contains(&r) {
+            seen.push(r);
+        }
+    }
+    seen.len()
+}
+
+/// Logits rows a pass of up to `cap` tokens computes at once.
+fn logit_rows(cap: usize) -> usize {
+    if cap > 1 {
+        cap.min(LOGIT_ROWS)
+    } else {
+        1
+    }
+}
+
+fn reserve_exact<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() < n {
+        v.reserve_exact(n - v.len());
     }
 }

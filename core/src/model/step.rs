@@ -63,6 +63,15 @@ impl Step {
         Step::default()
     }
 
+    /// An empty step with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Step {
+        Step {
+            tokens: Vec::with_capacity(n),
+            wants: Vec::with_capacity(n),
+            spans: Vec::with_capacity(1),
+        }
+    }
+
     /// Empties the step, keeping its buffers.
     pub fn clear(&mut self) {
         self.tokens.clear();

@@ -131,7 +131,7 @@ impl<'a> Weights<'a> {
         }))
     }
 
-    fn matrices(&self) -> impl Iterator<Item = &QMatrix<'a>> {
+    pub(crate) fn matrices(&self) -> impl Iterator<Item = &QMatrix<'a>> {
         core::iter::once(&self.output).chain(
             self.layers
                 .iter()

@@ -30,6 +30,16 @@ impl AlignedF32 {
             len,
         }
     }
+
+    /// Bytes [`Self::zeroed`] allocates for `len` floats.
+    pub fn bytes_for(len: usize) -> usize {
+        len.div_ceil(16) * size_of::<Line>()
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.lines.capacity() * size_of::<Line>()
+    }
 }
 
 impl Deref for AlignedF32 {

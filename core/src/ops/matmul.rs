@@ -136,6 +136,23 @@ pub struct ActBuf {
 }
 
 impl ActBuf {
+    /// Bytes a buffer holds once it has quantized rows of up to `row_bytes` bytes and
+    /// `blocks` Q8_0 block sums.
+    pub fn bytes_for(row_bytes: usize, blocks: usize) -> usize {
+        row_bytes + blocks * size_of::<i32>()
+    }
+
+    /// Grows the buffer to hold such rows (no allocation when one comes).
+    pub fn reserve(&mut self, row_bytes: usize, blocks: usize) {
+        grow(&mut self.bytes, row_bytes, 0);
+        grow(&mut self.sums, blocks, 0);
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.bytes.capacity() + self.sums.capacity() * size_of::<i32>()
+    }
+
     /// Quantizes `x` to `ty`.
     pub fn quantize(&mut self, k: &Kernels, ty: GgmlType, x: &[f32]) -> Result<QAct<'_>> {
         let n = ty.bytes_for(x.len() as u64).ok_or_else(|| {
@@ -400,6 +417,27 @@ pub struct BatchAct {
 }
 
 impl BatchAct {
+    /// Bytes the buffers hold once they have quantized `n` rows of up to `row_bytes` bytes
+    /// and `blocks` Q8_0 blocks each (each block's sum, Q4_0 offset and scale).
+    pub fn bytes_for(row_bytes: usize, blocks: usize, n: usize) -> usize {
+        n * row_bytes + n * blocks * (2 * size_of::<i32>() + size_of::<f32>())
+    }
+
+    /// Grows the buffers to hold such rows.
+    pub fn reserve(&mut self, row_bytes: usize, blocks: usize, n: usize) {
+        grow(&mut self.bytes, n * row_bytes, 0);
+        grow(&mut self.sums, n * blocks, 0);
+        grow(&mut self.offsets, n * blocks, 0);
+        grow(&mut self.scales, n * blocks, 0.0);
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.bytes.capacity()
+            + (self.sums.capacity() + self.offsets.capacity()) * size_of::<i32>()
+            + self.scales.capacity() * size_of::<f32>()
+    }
+
     /// Quantizes the `n` rows of `x` (each `x.len() / n` long) to `ty`, the rows spread over
     /// the workers.
     pub fn quantize(

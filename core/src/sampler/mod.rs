@@ -104,6 +104,17 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// Argmax of the raw logits (ties take the lowest id).
+    pub fn greedy() -> Self {
+        let cfg = SamplerConfig::greedy();
+        Sampler {
+            rng: Rng::new(cfg.seed),
+            cfg,
+            cands: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
     pub fn new(cfg: SamplerConfig) -> Result<Self> {
         cfg.validate()?;
         let rng = Rng::new(cfg.seed);

@@ -278,6 +278,14 @@ impl Tokenizer {
         &self.vocab
     }
 
+    /// Bytes of the longest piece a token decodes to (control tokens' text included).
+    pub fn max_piece_len(&self) -> usize {
+        (0..self.vocab_size() as u32)
+            .map(|id| self.token_to_piece(id, true).len())
+            .max()
+            .unwrap_or(0)
+    }
+
     pub fn vocab_size(&self) -> usize {
         self.vocab.len()
     }

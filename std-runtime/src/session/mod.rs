@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use superinfer_core::model::{
-    forward, KvPool, Logits, PoolOptions, PoolStats, Scratch, SeqId, Step,
-};
+use superinfer_core::generate::{Context, ContextOptions, Outcome};
+use superinfer_core::model::PoolStats;
 use superinfer_core::ops::attention::KvType;
 
 use crate::engine::Engine;
@@ -13,8 +12,13 @@ use crate::Error;
 
 mod decode;
 
+pub use superinfer_core::generate::StopReason;
+
+/// One generated token as handed to the streaming callback.
+pub type TokenEvent<'a> = superinfer_core::generate::Token<'a>;
+
 /// Prompt tokens are evaluated in micro-batches of this many (llama.cpp's default n_ubatch).
-pub const UBATCH: usize = 512;
+pub const UBATCH: usize = superinfer_core::generate::DEFAULT_BATCH;
 
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
@@ -36,21 +40,6 @@ impl SessionOptions {
     }
 }
 
-/// Why generation stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The model produced an end-of-generation token.
-    EndOfGeneration,
-    /// `max_tokens` were generated.
-    Length,
-    /// The context is full.
-    ContextFull,
-    /// The callback asked to stop (or the request was cancelled).
-    Cancelled,
-    /// The output reached one of the request's stop strings.
-    StopSequence,
-}
-
 #[derive(Debug, Clone)]
 pub struct GenerateStats {
     pub prompt_tokens: usize,
@@ -66,6 +55,24 @@ pub struct GenerateStats {
 }
 
 impl GenerateStats {
+    fn new(
+        o: &Outcome,
+        prompt_tokens: usize,
+        prompt_time: Duration,
+        generate_time: Duration,
+    ) -> Self {
+        GenerateStats {
+            prompt_tokens,
+            prompt_time,
+            generated_tokens: o.generated_tokens,
+            generate_time,
+            stop: o.stop,
+            drafted: o.drafted,
+            accepted: o.accepted,
+            verify_steps: o.verify_steps,
+        }
+    }
+
     /// Share of drafted tokens the target accepted.
     pub fn acceptance(&self) -> f64 {
         self.accepted as f64 / self.drafted.max(1) as f64
@@ -77,106 +84,73 @@ impl GenerateStats {
     }
 }
 
-/// One generated token as handed to the streaming callback.
-pub struct TokenEvent<'a> {
-    pub id: u32,
-    /// The text this token completes (possibly empty while a UTF-8 character is split
-    /// across tokens).
-    pub text: &'a str,
-}
-
+/// One conversation over an `Engine`: core's [`Context`] (its KV cache, scratch and
+/// logits) on the engine's model and thread pool, timed.
 pub struct Session<'e> {
-    engine: &'e Engine,
-    pool: KvPool,
-    seq: SeqId,
-    scratch: Scratch,
-    step: Step,
-    /// Logits after the last evaluated token.
-    logits: Vec<f32>,
+    ctx: Context<'e>,
 }
 
 impl<'e> Session<'e> {
     pub(crate) fn new(engine: &'e Engine, opts: &SessionOptions) -> Result<Session<'e>, Error> {
-        let c = engine.config();
         let n_ctx = engine.context_size(opts.n_ctx)?;
-        let mut pool = KvPool::new(
-            engine.weights(),
-            &PoolOptions {
+        let ctx = Context::new(
+            engine.model(),
+            engine.parallel(),
+            &ContextOptions {
                 n_ctx,
-                n_positions: n_ctx,
+                n_batch: UBATCH,
                 k_type: opts.cache_type_k,
                 v_type: opts.cache_type_v,
             },
-        )
-        .map_err(Error::Core)?;
-        let seq = pool.add_seq();
-        Ok(Session {
-            engine,
-            pool,
-            seq,
-            scratch: Scratch::new(UBATCH.min(n_ctx)),
-            step: Step::new(),
-            logits: vec![0.0; c.n_vocab],
-        })
+        )?;
+        Ok(Session { ctx })
     }
 
     pub fn n_ctx(&self) -> usize {
-        self.pool.n_ctx()
+        self.ctx.n_ctx()
     }
 
     /// Bytes held by this session's KV cache.
     pub fn kv_cache_bytes(&self) -> usize {
-        self.pool.bytes()
+        self.ctx.kv_cache_bytes()
     }
 
     /// Block counts of this session's KV cache.
     pub fn kv_stats(&self) -> PoolStats {
-        self.pool.stats()
+        self.ctx.kv_stats()
     }
 
     /// Tokens evaluated so far.
     pub fn tokens(&self) -> &[u32] {
-        self.pool.seq_tokens(self.seq).unwrap_or(&[])
+        self.ctx.tokens()
     }
 
     /// Forgets the conversation (full blocks stay cached: a prompt that starts the same way
     /// takes them back instead of recomputing them).
     pub fn reset(&mut self) {
-        self.truncate(0);
+        self.ctx.reset();
     }
 
     /// Forgets every token after the first `n` (the cache keeps positions `..n`, so the
     /// conversation continues from there: a rollback without recomputing the prefix).
     pub fn truncate(&mut self, n: usize) {
-        // the session's own sequence always exists
-        let _ = self.pool.truncate(self.seq, n);
+        self.ctx.truncate(n);
     }
 
     /// Logits after the last evaluated token.
     pub fn logits(&self) -> &[f32] {
-        &self.logits
-    }
-
-    fn check_room(&self, n: usize) -> Result<(), Error> {
-        let needed = self.tokens().len() + n;
-        if needed > self.n_ctx() {
-            return Err(Error::Core(superinfer_core::Error::ContextOverflow {
-                needed,
-                capacity: self.n_ctx(),
-            }));
-        }
-        Ok(())
+        self.ctx.logits()
     }
 
     /// Evaluates `tokens` after the current history, in micro-batches of [`UBATCH`] tokens as
     /// llama.cpp does; afterwards `logits()` belongs to the last.
     pub fn feed(&mut self, tokens: &[u32]) -> Result<(), Error> {
-        self.feed_inner(tokens, None, UBATCH, |_, _| {})
+        Ok(self.ctx.feed(tokens)?)
     }
 
     /// Teacher forcing: evaluates `tokens` and calls `f(i, logits)` after each one.
     pub fn feed_each(&mut self, tokens: &[u32], f: impl FnMut(usize, &[f32])) -> Result<(), Error> {
-        self.feed_inner(tokens, Some(0), UBATCH, f)
+        Ok(self.ctx.feed_each(tokens, f)?)
     }
 
     /// Evaluates `tokens` in batches of at most `n_batch` and calls `f(i, logits)` for the
@@ -188,58 +162,8 @@ impl<'e> Session<'e> {
         n_batch: usize,
         f: impl FnMut(usize, &[f32]),
     ) -> Result<(), Error> {
-        self.feed_inner(tokens, Some(first), n_batch.clamp(1, UBATCH), f)
-    }
-
-    /// `from`: call `f` for the tokens from this index on (`None`: only the last token's
-    /// logits, kept for [`Self::logits`]).
-    fn feed_inner(
-        &mut self,
-        tokens: &[u32],
-        from: Option<usize>,
-        n_batch: usize,
-        mut f: impl FnMut(usize, &[f32]),
-    ) -> Result<(), Error> {
-        self.check_room(tokens.len())?;
-        let e = self.engine;
-        let mut done = 0;
-        if from.is_none() && self.tokens().is_empty() {
-            // a prompt that starts like an earlier one takes its cached blocks
-            done = self
-                .pool
-                .reuse_prefix(self.seq, tokens)
-                .map_err(Error::Core)?;
-        }
-        let n_batch = n_batch.min(self.scratch.capacity());
-        while done < tokens.len() {
-            let chunk = &tokens[done..(done + n_batch).min(tokens.len())];
-            let which = match from {
-                Some(first) => Logits::From(first.saturating_sub(done)),
-                None if done + chunk.len() == tokens.len() => Logits::Last,
-                None => Logits::None,
-            };
-            let pos0 = self.tokens().len();
-            self.step.clear();
-            self.step.add(self.seq, pos0, chunk, which);
-            let last = chunk.len() - 1;
-            let keep = &mut self.logits;
-            forward(
-                e.weights(),
-                &mut self.pool,
-                &mut self.scratch,
-                e.kernels(),
-                e.parallel(),
-                &self.step,
-                |i, logits| {
-                    if i == last {
-                        keep.copy_from_slice(logits);
-                    }
-                    f(done + i, logits)
-                },
-            )
-            .map_err(Error::Core)?;
-            done += chunk.len();
-        }
-        Ok(())
+        Ok(self
+            .ctx
+            .feed_scored(tokens, first, n_batch.clamp(1, UBATCH), f)?)
     }
 }

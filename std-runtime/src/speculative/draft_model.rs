@@ -138,6 +138,8 @@ fn top_probability(logits: &[f32]) -> f32 {
 }
 
 impl Drafter for DraftModel<'_> {
+    type Error = Error;
+
     fn prefill(&mut self, tokens: &[u32]) -> Result<(), Error> {
         if tokens.len() < self.session.n_ctx() {
             self.sync(tokens)?;

@@ -7,71 +7,16 @@
 
 mod draft_model;
 
-use superinfer_core::sampler::Candidate;
 use superinfer_core::speculative::Lookup;
 
 pub use draft_model::{check_vocab, DraftModel, DraftOptions};
 
 use crate::Error;
 
-/// Proposed tokens, and for each the distribution it was drawn from when drawn at random
-/// (speculative sampling needs it; a deterministic proposal has none).
-#[derive(Debug, Default, Clone)]
-pub struct Draft {
-    pub tokens: Vec<u32>,
-    dists: Vec<Vec<Candidate>>,
-}
+pub use superinfer_core::generate::{Draft, Drafter};
 
-impl Draft {
-    pub fn clear(&mut self) {
-        self.tokens.clear();
-        self.dists.clear();
-    }
-
-    pub fn len(&self) -> usize {
-        self.tokens.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
-    }
-
-    pub fn truncate(&mut self, n: usize) {
-        self.tokens.truncate(n);
-        self.dists.truncate(n);
-    }
-
-    /// Adds a token chosen deterministically (it cannot follow a randomly drawn one).
-    pub fn push(&mut self, id: u32) {
-        debug_assert!(self.dists.is_empty());
-        self.tokens.push(id);
-    }
-
-    /// Adds a token drawn from `q`.
-    pub fn push_drawn(&mut self, id: u32, q: Vec<Candidate>) {
-        debug_assert_eq!(self.dists.len(), self.tokens.len());
-        self.tokens.push(id);
-        self.dists.push(q);
-    }
-
-    /// The distribution token `i` was drawn from (`None`: chosen deterministically).
-    pub fn dist(&self, i: usize) -> Option<&[Candidate]> {
-        self.dists.get(i).map(Vec::as_slice)
-    }
-}
-
-/// Something that proposes what comes next.
-pub trait Drafter {
-    /// The target has just evaluated `tokens` (the prompt, after whatever the conversation
-    /// held before): a draft model evaluates them too, so drafting starts at once.
-    fn prefill(&mut self, _tokens: &[u32]) -> Result<(), Error> {
-        Ok(())
-    }
-
-    /// Appends to `out` up to `limit` tokens to follow `history` (prompt and output so far;
-    /// its last token is not yet in the target's cache).
-    fn draft(&mut self, history: &[u32], limit: usize, out: &mut Draft) -> Result<(), Error>;
-}
+/// A drafter as the session's decode loop takes it.
+pub type DynDrafter<'d> = dyn Drafter<Error = Error> + 'd;
 
 /// The first draft of a lookup run: 3 tokens make a 4-token verification step, which costs
 /// about 1.5 single-token steps (the batch kernels' tile sizes are 4 and 8).
@@ -107,6 +52,8 @@ impl LookupDrafter {
 }
 
 impl Drafter for LookupDrafter {
+    type Error = Error;
+
     fn draft(&mut self, history: &[u32], limit: usize, out: &mut Draft) -> Result<(), Error> {
         // how the last draft fared: the history after it starts with its accepted part
         if !self.last.is_empty() && history.len() > self.last_at {

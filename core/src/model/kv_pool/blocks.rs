@@ -1,7 +1,9 @@
 //! The bookkeeping of a paged KV cache's blocks, apart from their contents: reference counts,
 //! the content addresses of full blocks (vLLM's automatic prefix caching), the blocks no
 //! sequence holds but that stay cached for later prompts, least recently used first, and the
-//! free list.
+//! free list. Everything is allocated when the pool is made (an address table of twice the
+//! blocks, the LRU order as a list threaded through the blocks): registering, caching and
+//! evicting blocks never allocates, so a decode allocates nothing per token.
 //!
 //! A full block is addressed by the hash chain of its tokens: `hash(parent, tokens)`, where
 //! `parent` is the address of the block before it in its sequence (0 for the first). Two
@@ -11,7 +13,6 @@
 //! address and the tokens stored with the block, so only a 64-bit collision of the parent
 //! chain could alias two prefixes.
 
-use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -37,10 +38,13 @@ pub fn chain_hash(parent: u64, tokens: &[u32]) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Use {
     Held(u32),
-    /// Unreferenced but findable; the value is its place in the LRU order.
-    Cached(u64),
+    /// Unreferenced but findable, in the LRU list.
+    Cached,
     Free,
 }
+
+/// No block (the end of the LRU list).
+const NIL: u32 = u32::MAX;
 
 pub struct Blocks {
     state: Vec<Use>,
@@ -50,10 +54,14 @@ pub struct Blocks {
     parent: Vec<u64>,
     /// The tokens of each registered block, `BLOCK` per block.
     tokens: Vec<u32>,
-    by_address: BTreeMap<u64, u32>,
-    /// Cached blocks by the time they were released, oldest first.
-    lru: BTreeMap<u64, u32>,
-    clock: u64,
+    by_address: AddressTable,
+    /// Cached blocks by the time they were released, oldest first: a list threaded through
+    /// `prev` / `next`, from `oldest` to `newest`.
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    oldest: u32,
+    newest: u32,
+    n_cached: usize,
     free: Vec<u32>,
 }
 
@@ -64,12 +72,41 @@ impl Blocks {
             address: vec![0; n],
             parent: vec![0; n],
             tokens: vec![0; n * BLOCK],
-            by_address: BTreeMap::new(),
-            lru: BTreeMap::new(),
-            clock: 0,
+            by_address: AddressTable::new(n),
+            prev: vec![NIL; n],
+            next: vec![NIL; n],
+            oldest: NIL,
+            newest: NIL,
+            n_cached: 0,
             // popped from the end: block 0 first
             free: (0..n as u32).rev().collect(),
         }
+    }
+
+    /// Appends `b` to the LRU list (the most recently released).
+    fn push_newest(&mut self, b: u32) {
+        self.prev[b as usize] = self.newest;
+        self.next[b as usize] = NIL;
+        match self.newest {
+            NIL => self.oldest = b,
+            n => self.next[n as usize] = b,
+        }
+        self.newest = b;
+        self.n_cached += 1;
+    }
+
+    /// Takes `b` out of the LRU list.
+    fn unlink(&mut self, b: u32) {
+        let (p, n) = (self.prev[b as usize], self.next[b as usize]);
+        match p {
+            NIL => self.oldest = n,
+            p => self.next[p as usize] = n,
+        }
+        match n {
+            NIL => self.newest = p,
+            n => self.prev[n as usize] = p,
+        }
+        self.n_cached -= 1;
     }
 
     pub fn len(&self) -> usize {
@@ -82,12 +119,12 @@ impl Blocks {
 
     /// Blocks that can be handed out now: free ones and cached ones (evicted oldest first).
     pub fn available(&self) -> usize {
-        self.free.len() + self.lru.len()
+        self.free.len() + self.n_cached
     }
 
     /// Blocks no sequence holds that keep their contents for later prompts.
     pub fn cached(&self) -> usize {
-        self.lru.len()
+        self.n_cached
     }
 
     /// Blocks held by at least one sequence.
@@ -119,7 +156,11 @@ impl Blocks {
         let b = match self.free.pop() {
             Some(b) => b,
             None => {
-                let (_, b) = self.lru.pop_first()?;
+                let b = self.oldest;
+                if b == NIL {
+                    return None;
+                }
+                self.unlink(b);
                 self.unregister(b);
                 b
             }
@@ -130,11 +171,11 @@ impl Blocks {
 
     /// One more holder of `b` (a cached block becomes held again).
     pub fn retain(&mut self, b: u32) {
-        let s = &mut self.state[b as usize];
-        *s = match *s {
+        let s = self.state[b as usize];
+        self.state[b as usize] = match s {
             Use::Held(n) => Use::Held(n + 1),
-            Use::Cached(stamp) => {
-                self.lru.remove(&stamp);
+            Use::Cached => {
+                self.unlink(b);
                 Use::Held(1)
             }
             Use::Free => panic!("block {b} retained while free"),
@@ -144,13 +185,12 @@ impl Blocks {
     /// One holder fewer; a block nobody holds stays cached when it has an address, else it
     /// is free.
     pub fn release(&mut self, b: u32) {
-        let s = &mut self.state[b as usize];
-        *s = match *s {
+        let s = self.state[b as usize];
+        self.state[b as usize] = match s {
             Use::Held(n) if n > 1 => Use::Held(n - 1),
             Use::Held(_) if self.address[b as usize] != 0 => {
-                self.clock += 1;
-                self.lru.insert(self.clock, b);
-                Use::Cached(self.clock)
+                self.push_newest(b);
+                Use::Cached
             }
             Use::Held(_) => {
                 self.free.push(b);
@@ -166,7 +206,7 @@ impl Blocks {
     pub fn register(&mut self, b: u32, parent: u64, tokens: &[u32]) -> (u64, Option<u32>) {
         debug_assert_eq!(tokens.len(), BLOCK);
         let address = chain_hash(parent, tokens);
-        if let Some(&other) = self.by_address.get(&address) {
+        if let Some(other) = self.by_address.get(address) {
             if other != b && self.matches(other, parent, tokens) {
                 return (address, Some(other));
             }
@@ -187,7 +227,7 @@ impl Blocks {
     /// The registered block holding `tokens` after the block of address `parent`.
     pub fn lookup(&self, parent: u64, tokens: &[u32]) -> Option<(u64, u32)> {
         let address = chain_hash(parent, tokens);
-        let &b = self.by_address.get(&address)?;
+        let b = self.by_address.get(address)?;
         self.matches(b, parent, tokens).then_some((address, b))
     }
 
@@ -198,9 +238,74 @@ impl Blocks {
     /// Forgets `b`'s address (its contents are about to change).
     pub fn unregister(&mut self, b: u32) {
         let a = core::mem::take(&mut self.address[b as usize]);
-        if a != 0 && self.by_address.get(&a) == Some(&b) {
-            self.by_address.remove(&a);
+        if a != 0 && self.by_address.get(a) == Some(b) {
+            self.by_address.remove(a);
         }
+    }
+}
+
+/// Content addresses (never 0) to blocks: open addressing with linear probing in a table of
+/// at least twice the blocks (so at most half full: each block is registered under one
+/// address at most), removals shifting the entries after them back (no tombstones).
+struct AddressTable {
+    slots: Vec<(u64, u32)>,
+    mask: usize,
+}
+
+impl AddressTable {
+    fn new(blocks: usize) -> AddressTable {
+        let n = (2 * blocks).next_power_of_two().max(2);
+        AddressTable {
+            slots: vec![(0, 0); n],
+            mask: n - 1,
+        }
+    }
+
+    fn home(&self, a: u64) -> usize {
+        // the addresses are hashes already: fold the high half into the low bits
+        ((a ^ (a >> 32)) as usize) & self.mask
+    }
+
+    /// The slot holding `a`, or the empty one where it would go.
+    fn find(&self, a: u64) -> usize {
+        let mut i = self.home(a);
+        while self.slots[i].0 != 0 && self.slots[i].0 != a {
+            i = (i + 1) & self.mask;
+        }
+        i
+    }
+
+    fn get(&self, a: u64) -> Option<u32> {
+        let (k, b) = self.slots[self.find(a)];
+        (k != 0).then_some(b)
+    }
+
+    fn insert(&mut self, a: u64, b: u32) {
+        debug_assert_ne!(a, 0);
+        let i = self.find(a);
+        self.slots[i] = (a, b);
+    }
+
+    fn remove(&mut self, a: u64) {
+        let mut hole = self.find(a);
+        if self.slots[hole].0 == 0 {
+            return;
+        }
+        // shift back each entry after the hole whose probe from its home passes the hole
+        let dist = |from: usize, to: usize| to.wrapping_sub(from) & self.mask;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & self.mask;
+            let (k, _) = self.slots[j];
+            if k == 0 {
+                break;
+            }
+            if dist(self.home(k), j) >= dist(hole, j) {
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+        }
+        self.slots[hole] = (0, 0);
     }
 }
 
@@ -251,5 +356,50 @@ mod tests {
         assert_eq!(b.register(y, 0, &toks(1)), (ax, Some(x)));
         assert!(!b.is_registered(y));
         assert_ne!(chain_hash(0, &toks(1)), chain_hash(ax, &toks(1)));
+    }
+
+    #[test]
+    fn the_address_table_survives_collisions_and_removals() {
+        // addresses that share their home slot, removed in every order
+        let mut t = AddressTable::new(8);
+        let same_home: Vec<u64> = (1..=6u64).map(|k| (k << 40) | 1).collect();
+        let homes: Vec<usize> = same_home.iter().map(|&a| t.home(a)).collect();
+        assert!(homes.windows(2).all(|w| w[0] == w[1]), "{homes:?}");
+        for (i, &a) in same_home.iter().enumerate() {
+            t.insert(a, i as u32);
+        }
+        for skip in 0..same_home.len() {
+            let mut t2 = AddressTable::new(8);
+            for (i, &a) in same_home.iter().enumerate() {
+                t2.insert(a, i as u32);
+            }
+            t2.remove(same_home[skip]);
+            for (i, &a) in same_home.iter().enumerate() {
+                let want = (i != skip).then_some(i as u32);
+                assert_eq!(t2.get(a), want, "removed {skip}, looked up {i}");
+            }
+        }
+        // a random mix against a reference map
+        let mut reference = alloc::collections::BTreeMap::new();
+        let mut t = AddressTable::new(64);
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for step in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a = (x % 97) << 33 | (x % 5) | 1;
+            if step % 3 == 0 || reference.len() >= 64 {
+                t.remove(a);
+                reference.remove(&a);
+            } else {
+                t.insert(a, step);
+                reference.insert(a, step);
+            }
+            if step % 101 == 0 {
+                for (&a, &b) in &reference {
+                    assert_eq!(t.get(a), Some(b));
+                }
+            }
+        }
     }
 }

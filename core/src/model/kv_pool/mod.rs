@@ -24,6 +24,7 @@ use super::weights::Weights;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::attention::{rotation, KvLayer, KvType, BLOCK};
+use crate::quant::legacy::{BlockQ8_0, QK};
 
 /// A sequence of a [`KvPool`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -165,6 +166,19 @@ impl KvPool {
         self.rotations[1]
     }
 
+    /// Bytes of keys and values a pool made with options `o` for the model `w` holds
+    /// ([`Self::bytes`], known before it is made): every layer's rows of all its blocks.
+    pub fn bytes_for(w: &Weights<'_>, o: &PoolOptions) -> usize {
+        let rows = o.n_positions.div_ceil(BLOCK) * BLOCK;
+        let (k_row, v_row) = w.config.kv_row();
+        let of = |ty: KvType, n: usize| match ty {
+            KvType::F32 => 4 * n,
+            KvType::F16 => 2 * n,
+            KvType::Q8_0 => n / QK * size_of::<BlockQ8_0>(),
+        };
+        w.config.n_layer * (of(o.k_type, rows * k_row) + of(o.v_type, rows * v_row))
+    }
+
     /// Bytes of keys and values the pool holds (all blocks, allocated once).
     pub fn bytes(&self) -> usize {
         self.k.iter().chain(&self.v).map(Rows::bytes).sum()
@@ -194,7 +208,13 @@ impl KvPool {
                 self.seqs.len() - 1
             }
         };
-        self.seqs[i] = Some(Seq::default());
+        // room for a whole context: no allocation as the sequence grows
+        let blocks = self.n_ctx.div_ceil(BLOCK);
+        self.seqs[i] = Some(Seq {
+            table: Vec::with_capacity(blocks),
+            tokens: Vec::with_capacity(self.n_ctx),
+            addresses: Vec::with_capacity(blocks),
+        });
         SeqId(i as u32)
     }
 
@@ -261,16 +281,21 @@ impl KvPool {
         for &(_, b) in &found {
             self.blocks.retain(b);
         }
-        let s = self.seq_mut(id)?;
-        // reserved blocks of the empty sequence go back after the shared ones are in
-        let spare: Vec<u32> = core::mem::take(&mut s.table);
-        s.table = found.iter().map(|&(_, b)| b).collect();
-        s.addresses = found.iter().map(|&(a, _)| a).collect();
-        s.tokens = prompt[..found.len() * BLOCK].to_vec();
+        self.seq(id)?;
+        let s = self.seqs[id.index()].as_mut().expect("checked above");
+        // the shared blocks go in after the reserved blocks of the empty sequence, which
+        // then go back (the sequence's buffers keep their room: no allocation)
+        let spare = s.table.len();
+        s.table.extend(found.iter().map(|&(_, b)| b));
+        s.addresses.clear();
+        s.addresses.extend(found.iter().map(|&(a, _)| a));
+        s.tokens.clear();
+        s.tokens.extend_from_slice(&prompt[..found.len() * BLOCK]);
         let n = s.tokens.len();
-        for b in spare.into_iter().rev() {
+        for &b in s.table[..spare].iter().rev() {
             self.blocks.release(b);
         }
+        s.table.drain(..spare);
         Ok(n)
     }
 
@@ -306,16 +331,18 @@ impl KvPool {
     /// Forgets every position of `id` from `n` on (a rollback: the sequence continues from
     /// there without recomputing the first `n`).
     pub fn truncate(&mut self, id: SeqId, n: usize) -> Result<()> {
-        let s = self.seq_mut(id)?;
+        self.seq(id)?;
+        let s = self.seqs[id.index()].as_mut().expect("checked above");
         if n >= s.tokens.len() {
             return Ok(());
         }
         s.tokens.truncate(n);
         s.addresses.truncate(n / BLOCK);
-        let dropped = s.table.split_off(n.div_ceil(BLOCK));
-        for b in dropped.into_iter().rev() {
+        let keep = n.div_ceil(BLOCK);
+        for &b in s.table[keep..].iter().rev() {
             self.blocks.release(b);
         }
+        s.table.truncate(keep);
         Ok(())
     }
 

@@ -128,6 +128,38 @@ impl FlashScratch {
         }
     }
 
+    /// Bytes [`Self::new`] allocates for `shape`.
+    pub fn bytes_for(shape: AttnShape) -> usize {
+        let (dk, dv) = (shape.head_dim_k, shape.head_dim_v);
+        let group = (shape.n_head / shape.n_head_kv.max(1)).max(1);
+        let rows = tile_tokens(group) * group;
+        let padded = rows.next_multiple_of(MAX_LANES);
+        let floats =
+            rows * (dk + dv) + padded * (dk + dv + 4) + KEYS * (dk + dv) + 2 * KEYS * MAX_LANES;
+        floats * size_of::<f32>() + rows * size_of::<Range<usize>>()
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        let floats = [
+            &self.q,
+            &self.out,
+            &self.qt,
+            &self.ot,
+            &self.max,
+            &self.sum,
+            &self.start,
+            &self.end,
+            &self.kb,
+            &self.vb,
+            &self.p,
+        ]
+        .iter()
+        .map(|v| v.capacity())
+        .sum::<usize>();
+        floats * size_of::<f32>() + self.windows.capacity() * size_of::<Range<usize>>()
+    }
+
     /// Rows a tile can hold.
     pub fn capacity(&self) -> usize {
         self.windows.len()
