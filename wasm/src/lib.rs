@@ -1,29 +1,18 @@
-//! Browser bindings. For now this exposes GGUF inspection over an `ArrayBuffer`; generation
-//! (an `Engine` over the same zero-copy core, in a worker) is not built yet.
+//! superinfer in the browser and Node: the engine compiled to `wasm32-unknown-unknown`
+//! behind a small C ABI ([`abi`]), driven from a Web Worker (or a Node `worker_threads`
+//! worker) by the npm package in `js/` (build: `wasm/build.sh`; docs: `wasm/README.md`).
+//!
+//! - [`buffer`]: the model file's one copy, allocated once in linear memory and filled by JS
+//!   chunk by chunk as it downloads;
+//! - [`probe`]: the header check while the download streams (not GGUF, unknown architecture,
+//!   unsupported tensor type, too large for wasm32's 4 GB);
+//! - [`engine`]: `superinfer_core::generate` over the borrowed bytes (the one forward path),
+//!   the chat template, and generation token by token so JS can stop it between tokens;
+//! - [`errors`]: the typed codes the JS promises reject with.
 
-use wasm_bindgen::prelude::*;
-
-use superinfer_core::gguf::{keys, GgufFile};
-
-/// The crate version.
-#[wasm_bindgen]
-pub fn version() -> String {
-    env!("CARGO_PKG_VERSION").to_string()
-}
-
-/// Parses a GGUF file's header and returns "architecture, tensor count" as a short summary,
-/// or throws the parse error.
-#[wasm_bindgen(js_name = describeGguf)]
-pub fn describe_gguf(bytes: &[u8]) -> Result<String, JsError> {
-    let f = GgufFile::parse(bytes).map_err(|e| JsError::new(&e.to_string()))?;
-    let arch = f
-        .get_str(keys::GENERAL_ARCHITECTURE)
-        .ok()
-        .flatten()
-        .unwrap_or("unknown");
-    Ok(format!(
-        "{arch}, {} tensors, GGUF v{}",
-        f.tensors().len(),
-        f.version()
-    ))
-}
+pub mod abi;
+pub mod buffer;
+pub mod engine;
+pub mod errors;
+pub mod probe;
+pub mod stop;

@@ -1,0 +1,161 @@
+/** The `code` of every error the package rejects with. */
+export type ErrorCode =
+  | 'not_gguf'
+  | 'truncated'
+  | 'corrupt_gguf'
+  | 'unsupported_model'
+  | 'unsupported_tensor_type'
+  | 'too_large'
+  | 'network'
+  | 'context_length_exceeded'
+  | 'invalid_argument'
+  | 'template'
+  | 'tokenizer'
+  | 'no_model'
+  | 'disposed'
+  | 'internal';
+
+export declare const ERROR_CODES: readonly ErrorCode[];
+
+export declare class SuperinferError extends Error {
+  readonly name: 'SuperinferError';
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string);
+}
+
+/** A URL, the URLs of one file cut into byte ranges (concatenated in order), a Blob/File, or bytes (an ArrayBuffer is transferred to the worker: it becomes detached). */
+/** A URL (in Node also a file path or file: URL), the URLs of one file cut into byte ranges (concatenated in order), a Blob/File (browsers), or bytes (an ArrayBuffer is transferred to the worker: it becomes detached). */
+export type ModelSource = string | URL | Array<string | URL> | Blob | ArrayBuffer | ArrayBufferView;
+
+export interface LoadOptions {
+  /** Called as the file streams into the engine. */
+  onProgress?: (p: { loaded: number; total: number }) => void;
+  /** Threads to use. This build runs one (the multi-threaded build is not shipped yet); `info().threads` says what is used. */
+  threads?: number;
+  /** Context size in tokens (default: min(4096, the model's trained context)). */
+  nCtx?: number;
+  /** Prompt tokens per forward step (default 512). */
+  nBatch?: number;
+  /** Keep downloaded models in the Cache API, keyed by URL (default true; ignored where there is no Cache API, e.g. Node). */
+  cache?: boolean;
+  /** Cancels the load. */
+  signal?: AbortSignal;
+  /** Where the engine's .wasm is, when a bundler moved it (default: next to this module). */
+  wasmUrl?: string | URL;
+}
+
+export interface SamplingOptions {
+  /** 0 = greedy (default 0.8, as llama.cpp). */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repeatPenalty?: number;
+  repeatLastN?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  seed?: number;
+}
+
+export interface GenerateOptions extends SamplingOptions {
+  /** Tokens to generate at most (default: until the end of generation or a full context). */
+  maxTokens?: number;
+  /** Generation ends where one of these appears (it is not returned). */
+  stop?: string | string[];
+  /** Stops the generation within one token; the stream then ends with finish_reason "abort". */
+  signal?: AbortSignal;
+}
+
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** llama.cpp server's names. `cached_n` prompt tokens were kept from the previous call's cache. */
+export interface Timings {
+  cached_n: number;
+  prompt_n: number;
+  prompt_ms: number;
+  prompt_per_second: number;
+  predicted_n: number;
+  predicted_ms: number;
+  predicted_per_second: number;
+}
+
+interface ChunkBase {
+  id: string;
+  created: number;
+  model: string;
+  /** On the last chunk only. */
+  usage?: Usage;
+  /** On the last chunk only. */
+  timings?: Timings;
+}
+
+export interface CompletionChunk extends ChunkBase {
+  object: 'text_completion';
+  choices: [{ index: 0; text: string; token_ids?: number[]; logprobs: null; finish_reason: FinishReason | null }];
+}
+
+export interface ChatChunk extends ChunkBase {
+  object: 'chat.completion.chunk';
+  choices: [{ index: 0; delta: { role?: 'assistant'; content?: string }; token_ids?: number[]; finish_reason: FinishReason | null }];
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | string;
+  content: string;
+  [field: string]: unknown;
+}
+
+export interface EngineInfo {
+  architecture: string;
+  name: string | null;
+  file_size: number;
+  n_ctx: number;
+  n_ctx_train: number;
+  n_batch: number;
+  n_vocab: number;
+  n_layer: number;
+  n_embd: number;
+  kv_cache_bytes: number;
+  /** The kernel set: "simd128". */
+  isa: string;
+  /** Threads in use. */
+  threads: number;
+  /** "model" (the file's tokenizer.chat_template) or "builtin" (ChatML, or Gemma's turns for Gemma). */
+  chat_template: 'model' | 'builtin';
+  bos: number | null;
+  eos: number | null;
+  load_ms: number;
+  /** Every part came from the cache. */
+  cached: boolean;
+  /** The worker's wasm memory right after loading. */
+  wasm_bytes: number;
+  cross_origin_isolated: boolean;
+}
+
+export declare class Engine {
+  info(): EngineInfo;
+  /** The worker's wasm memory now. */
+  memory(): Promise<{ wasmBytes: number }>;
+  tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
+  detokenize(ids: Iterable<number>, options?: { special?: boolean }): Promise<string>;
+  /** The prompt text the model's chat template makes of `messages`. */
+  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** Text (special tokens written in it are parsed; BOS added as the model asks) or token ids. */
+  complete(prompt: string | number[], options?: GenerateOptions): AsyncIterable<CompletionChunk>;
+  chat(messages: ChatMessage[], options?: GenerateOptions): AsyncIterable<ChatChunk>;
+  /** Frees the model and ends the worker. */
+  dispose(): Promise<void>;
+}
+
+export declare function load(source: ModelSource, options?: LoadOptions): Promise<Engine>;
+
+/** Name of the Cache API cache models are kept in. */
+export declare const CACHE_NAME: string;
+/** Removes every cached model, or the one downloaded from `url`. */
+export declare function clearCache(url?: string | URL): Promise<void>;

@@ -1,0 +1,267 @@
+// superinfer for the browser and Node: load a GGUF model into a worker, then complete or
+// chat with OpenAI-shaped streaming chunks. The page's thread only posts messages.
+
+import { SuperinferError, ERROR_CODES } from './errors.js';
+import { clearCache, CACHE_NAME } from './source.js';
+
+export { SuperinferError, ERROR_CODES, clearCache, CACHE_NAME };
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+
+/** A worker with one `post` / `onMessage` / `terminate` shape in browsers and Node. */
+async function spawnWorker() {
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(new URL('./worker.js', import.meta.url));
+    w.unref();
+    return {
+      post: (m, transfer) => w.postMessage(m, transfer),
+      onMessage: (f) => w.on('message', f),
+      onError: (f) => w.on('error', f),
+      terminate: () => w.terminate(),
+    };
+  }
+  // written out literally so that bundlers (Vite, webpack) find and copy the worker
+  const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  return {
+    post: (m, transfer) => w.postMessage(m, transfer ?? []),
+    onMessage: (f) => { w.onmessage = (e) => f(e.data); },
+    onError: (f) => { w.onerror = (e) => f(e); },
+    terminate: () => w.terminate(),
+  };
+}
+
+class Rpc {
+  constructor(worker) {
+    this.worker = worker;
+    this.nextId = 1;
+    this.pending = new Map();
+    this.dead = null;
+    worker.onMessage((m) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      if (m.type === 'progress') p.onProgress?.({ loaded: m.loaded, total: m.total });
+      else if (m.type === 'chunk') p.onChunk?.(m.chunk);
+      else {
+        this.pending.delete(m.id);
+        if (m.type === 'result') p.resolve(m.result);
+        else p.reject(SuperinferError.from(m.error));
+      }
+    });
+    worker.onError((e) => this.fail(new SuperinferError('internal', `the worker failed: ${e?.message ?? e}`)));
+  }
+
+  fail(error) {
+    this.dead = error;
+    for (const p of this.pending.values()) p.reject(error);
+    this.pending.clear();
+  }
+
+  /** Sends a request; `hooks`: onProgress, onChunk, signal; returns the result. */
+  call(type, body = {}, { transfer, ...hooks } = {}) {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, ...hooks });
+      try {
+        this.worker.post({ ...body, type, id }, transfer);
+      } catch (e) {
+        this.pending.delete(id);
+        reject(new SuperinferError('invalid_argument', `cannot send this to the worker: ${e.message}${isNode ? ' (in Node, pass the model file\'s path or a file: URL instead of a file-backed Blob)' : ''}`));
+        return;
+      }
+      if (hooks.signal) {
+        const abort = () => this.worker.post({ type: 'abort', target: id });
+        if (hooks.signal.aborted) abort();
+        else hooks.signal.addEventListener('abort', abort, { once: true });
+      }
+    });
+  }
+}
+
+function describeSource(source) {
+  if (isNode && (typeof source === 'string' || source instanceof URL) && isLocal(source)) {
+    return { kind: 'file', path: String(source) };
+  }
+  if (typeof source === 'string' || source instanceof URL) return { kind: 'urls', urls: [String(source)] };
+  if (Array.isArray(source)) return { kind: 'urls', urls: source.map(String) };
+  if (typeof Blob !== 'undefined' && source instanceof Blob) return { kind: 'blob', blob: source };
+  if (source instanceof ArrayBuffer) return { kind: 'buffer', buffer: source, transfer: [source] };
+  if (ArrayBuffer.isView(source)) {
+    const copy = source.byteOffset === 0 && source.byteLength === source.buffer.byteLength
+      ? source.buffer : source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength);
+    return { kind: 'buffer', buffer: copy, transfer: [copy] };
+  }
+  throw new SuperinferError('invalid_argument', 'the model source must be a URL, an array of URLs, a Blob/File or an ArrayBuffer');
+}
+
+/**
+ * Loads a GGUF model in a new worker.
+ * @param {string | URL | string[] | Blob | ArrayBuffer | ArrayBufferView} source
+ * @param {import('./index.d.ts').LoadOptions} [options]
+ * @returns {Promise<Engine>}
+ */
+export async function load(source, options = {}) {
+  const { onProgress, threads, nCtx, nBatch, cache = true, signal, wasmUrl } = options;
+  if (threads !== undefined && threads !== 1 && !(Number.isInteger(threads) && threads > 0)) {
+    throw new SuperinferError('invalid_argument', `threads must be a positive integer, not ${threads}`);
+  }
+  const { transfer, ...src } = describeSource(source);
+  const worker = await spawnWorker();
+  const rpc = new Rpc(worker);
+  try {
+    const env = await rpc.call('init', { wasmUrl: wasmUrl && String(wasmUrl) });
+    const info = await rpc.call('load', { source: src, options: { nCtx, nBatch, cache } }, { transfer, onProgress, signal });
+    return new Engine(rpc, worker, { ...info, cross_origin_isolated: env.crossOriginIsolated, threads_requested: threads ?? null });
+  } catch (e) {
+    worker.terminate();
+    throw e;
+  }
+}
+
+/** In Node, a path or a file: URL names a local file. */
+function isLocal(source) {
+  if (source instanceof URL) return source.protocol === 'file:';
+  return !/^(https?|blob|data):/i.test(source);
+}
+
+let counter = 0;
+
+export class Engine {
+  constructor(rpc, worker, info) {
+    this._rpc = rpc;
+    this._worker = worker;
+    this._info = info;
+    this._disposed = false;
+  }
+
+  /** Architecture, file size, context, threads in use, KV cache bytes, ISA... */
+  info() {
+    return { ...this._info };
+  }
+
+  /** Bytes of the worker's wasm linear memory now. */
+  async memory() {
+    return this._call('memory');
+  }
+
+  async tokenize(text, { addSpecial = true, parseSpecial = true } = {}) {
+    return this._call('tokenize', { text: String(text), addSpecial, parseSpecial });
+  }
+
+  async detokenize(ids, { special = false } = {}) {
+    return this._call('detokenize', { ids: Array.from(ids), special });
+  }
+
+  /** The prompt text the chat template makes of `messages`. */
+  async applyChatTemplate(messages) {
+    return this._call('renderChat', { messages });
+  }
+
+  /** Streams a completion of `prompt` (text or token ids). */
+  complete(prompt, options = {}) {
+    const body = Array.isArray(prompt) ? { tokens: prompt } : { prompt: String(prompt) };
+    return this._stream('text_completion', body, options);
+  }
+
+  /** Streams the assistant's reply to `messages` ([{role, content}], OpenAI's shape). */
+  chat(messages, options = {}) {
+    return this._stream('chat.completion.chunk', { messages }, options);
+  }
+
+  async dispose() {
+    if (this._disposed) return;
+    this._disposed = true;
+    try {
+      await this._rpc.call('dispose');
+    } finally {
+      await this._worker.terminate();
+      this._rpc.fail(new SuperinferError('disposed', 'the engine was disposed'));
+    }
+  }
+
+  _call(type, body) {
+    if (this._disposed) return Promise.reject(new SuperinferError('disposed', 'the engine was disposed'));
+    return this._rpc.call(type, body);
+  }
+
+  _stream(object, body, options) {
+    try {
+      return this._streamChecked(object, body, options);
+    } catch (e) {
+      // bad options reject on iteration, like every other error
+      return { async *[Symbol.asyncIterator]() { throw e; } };
+    }
+  }
+
+  _streamChecked(object, body, options) {
+    const { signal, maxTokens, max_tokens, stop, ...sampling } = options;
+    const request = { ...body, ...snake(sampling), max_tokens: maxTokens ?? max_tokens ?? -1, stop: stop ?? null };
+    if (request.seed === undefined) request.seed = Math.floor(Math.random() * 2 ** 32);
+    const engine = this;
+    const id = `${object === 'text_completion' ? 'cmpl' : 'chatcmpl'}-${Date.now().toString(36)}${(counter++).toString(36)}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = this._info.name ?? this._info.architecture;
+    const chat = object !== 'text_completion';
+    const wrap = (choice, extra = {}) => ({ id, object, created, model, choices: [{ index: 0, ...choice }], ...extra });
+    return {
+      async *[Symbol.asyncIterator]() {
+        const queue = [];
+        let wake = null;
+        let end = null;
+        const stopper = new AbortController();
+        const onAbort = () => stopper.abort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        if (signal?.aborted) stopper.abort();
+        const done = engine._disposed
+          ? Promise.reject(new SuperinferError('disposed', 'the engine was disposed'))
+          : engine._rpc.call('generate', { request }, {
+            signal: stopper.signal,
+            onChunk: (c) => { queue.push(c); wake?.(); },
+          });
+        done.then((r) => { end = { r }; wake?.(); }, (e) => { end = { e }; wake?.(); });
+        let first = true;
+        try {
+          for (;;) {
+            while (queue.length) {
+              const c = queue.shift();
+              const tokenIds = c.id === null ? [] : [c.id];
+              if (chat) {
+                yield wrap({ delta: first ? { role: 'assistant', content: c.text } : { content: c.text }, token_ids: tokenIds, finish_reason: null });
+              } else {
+                yield wrap({ text: c.text, token_ids: tokenIds, logprobs: null, finish_reason: null });
+              }
+              first = false;
+            }
+            if (end) break;
+            await new Promise((r) => { wake = r; });
+            wake = null;
+          }
+          if (end.e) throw end.e;
+          const { finish_reason, usage, timings } = end.r;
+          yield wrap(chat ? { delta: {}, finish_reason } : { text: '', finish_reason }, { usage, timings });
+        } finally {
+          signal?.removeEventListener('abort', onAbort);
+          // a consumer that stops iterating early stops the generation too
+          if (!end) stopper.abort();
+        }
+      },
+    };
+  }
+}
+
+const SAMPLING = {
+  temperature: 'temperature', topK: 'top_k', topP: 'top_p', minP: 'min_p', repeatPenalty: 'repeat_penalty',
+  repeatLastN: 'repeat_last_n', frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty', seed: 'seed',
+};
+
+function snake(o) {
+  const out = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (v === undefined) continue;
+    const key = SAMPLING[k] ?? (Object.values(SAMPLING).includes(k) ? k : null);
+    if (!key) throw new SuperinferError('invalid_argument', `unknown option ${k}`);
+    out[key] = v;
+  }
+  return out;
+}

@@ -1,0 +1,171 @@
+// The worker: owns one wasm instance and one model. Requests run one at a time, in order;
+// an `abort` message is handled at once (between two tokens, or two prompt chunks, of the
+// running generation: the loop yields to the event loop after each).
+
+import { SuperinferError, serializeError } from './errors.js';
+import { WasmCore } from './wasm.js';
+import { openSource } from './source.js';
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof self === 'undefined';
+let port;
+if (isNode) {
+  const { parentPort } = await import('node:worker_threads');
+  port = { post: (m) => parentPort.postMessage(m), listen: (f) => parentPort.on('message', f) };
+} else {
+  port = { post: (m) => self.postMessage(m), listen: (f) => { self.onmessage = (e) => f(e.data); } };
+}
+
+/** Prompt tokens evaluated between two looks at the message queue. */
+const PREFILL_CHUNK = 64;
+const PROGRESS_EVERY = 4 << 20;
+
+let core = null;
+let broken = null;
+const aborted = new Set();
+let queue = Promise.resolve();
+
+const yieldNow = isNode
+  ? () => new Promise((r) => setImmediate(r))
+  : (() => {
+      // a macrotask without setTimeout's clamping
+      const ch = new MessageChannel();
+      const waiting = [];
+      ch.port1.onmessage = () => waiting.shift()?.();
+      return () => new Promise((r) => { waiting.push(r); ch.port2.postMessage(0); });
+    })();
+
+port.listen((msg) => {
+  if (msg.type === 'abort') {
+    aborted.add(msg.target);
+    return;
+  }
+  queue = queue.then(() => handle(msg));
+});
+
+async function handle(msg) {
+  try {
+    if (broken) throw broken;
+    const result = await run(msg);
+    port.post({ id: msg.id, type: 'result', result });
+  } catch (e) {
+    const error = serializeError(e);
+    if (error.code === 'internal' && e instanceof WebAssembly.RuntimeError) {
+      broken = new SuperinferError('internal', error.message);
+    }
+    port.post({ id: msg.id, type: 'error', error });
+  } finally {
+    aborted.delete(msg.id);
+  }
+}
+
+async function run(msg) {
+  switch (msg.type) {
+    case 'init':
+      core = await WasmCore.create(msg.wasmUrl ? new URL(msg.wasmUrl) : undefined);
+      return { crossOriginIsolated: !!globalThis.crossOriginIsolated };
+    case 'load':
+      return load(msg);
+    case 'tokenize':
+      return core.tokenize(msg.text, msg.addSpecial, msg.parseSpecial);
+    case 'detokenize':
+      return core.detokenize(msg.ids, msg.special);
+    case 'renderChat':
+      return core.renderChat(msg.messages);
+    case 'generate':
+      return generate(msg);
+    case 'memory':
+      return { wasmBytes: core.memory.buffer.byteLength };
+    case 'dispose':
+      core?.modelFree();
+      core = null;
+      return null;
+    default:
+      throw new SuperinferError('invalid_argument', `unknown request ${msg.type}`);
+  }
+}
+
+async function load({ id, source, options }) {
+  const opts = { n_ctx: options.nCtx ?? 0, n_batch: options.nBatch ?? 0 };
+  const src = await openSource(source, { cache: options.cache !== false });
+  const total = src.size;
+  const t0 = performance.now();
+  try {
+    core.checkSize(total);
+    const base = core.modelAlloc(total);
+    let loaded = 0;
+    let header = null;
+    let nextProbe = 64 << 10;
+    let nextProgress = 0;
+    for (const [i, part] of src.parts.entries()) {
+      let partStart = loaded;
+      for await (const chunk of part.chunks()) {
+        if (aborted.has(id)) throw new SuperinferError('invalid_argument', 'the load was cancelled');
+        if (loaded + chunk.length > total) {
+          throw new SuperinferError('network', `received more bytes than the ${total} announced`);
+        }
+        if (i > 0 && loaded === partStart && chunk.length >= 4 && chunk[0] === 0x47 && chunk[1] === 0x47 && chunk[2] === 0x55 && chunk[3] === 0x46) {
+          throw new SuperinferError('unsupported_model', 'the parts are gguf-split shards (each a GGUF file); this engine takes one GGUF file cut into byte ranges: merge them with `llama-gguf-split --merge` or pass one file');
+        }
+        core.bytes(base + loaded, chunk.length).set(chunk);
+        loaded += chunk.length;
+        if (!header && loaded >= nextProbe) {
+          header = core.probe(loaded, opts);
+          nextProbe = loaded * 2;
+        }
+        if (loaded >= nextProgress || loaded === total) {
+          port.post({ id, type: 'progress', loaded, total });
+          nextProgress = loaded + PROGRESS_EVERY;
+        }
+      }
+      if (loaded - partStart !== part.size) {
+        throw new SuperinferError('truncated', `the download ended after ${loaded - partStart} of ${part.size} bytes${part.url ? ` (${part.url})` : ''}; try again`);
+      }
+      partStart = loaded;
+    }
+    if (!header) core.probe(loaded, opts);
+    const info = core.modelLoad(opts);
+    return { ...info, load_ms: performance.now() - t0, cached: src.cachedParts === src.parts.length && src.parts.length > 0 && !!src.parts[0].cached, wasm_bytes: core.memory.buffer.byteLength };
+  } catch (e) {
+    src.cancel();
+    core.modelFree();
+    throw e;
+  }
+}
+
+async function generate({ id, request }) {
+  const post = (chunk) => port.post({ id, type: 'chunk', chunk });
+  const t0 = performance.now();
+  const begun = core.begin(request);
+  let finish = null;
+  while (core.prefill(PREFILL_CHUNK) > 0) {
+    await yieldNow();
+    if (aborted.has(id)) { finish = 'abort'; break; }
+  }
+  const tPrompt = performance.now();
+  let generated = 0;
+  while (!finish) {
+    const t = core.next();
+    if (t.id !== null) generated++;
+    if (t.text || t.id !== null) post({ text: t.text, id: t.id });
+    if (t.finish) { finish = t.finish; break; }
+    await yieldNow();
+    if (aborted.has(id)) finish = 'abort';
+  }
+  const tEnd = performance.now();
+  const promptN = begun.prompt_tokens - begun.cached_tokens;
+  const promptMs = tPrompt - t0;
+  const decodeMs = tEnd - tPrompt;
+  return {
+    finish_reason: finish,
+    usage: { prompt_tokens: begun.prompt_tokens, completion_tokens: generated, total_tokens: begun.prompt_tokens + generated },
+    timings: {
+      cached_n: begun.cached_tokens,
+      prompt_n: promptN,
+      prompt_ms: promptMs,
+      prompt_per_second: promptN > 0 ? (promptN * 1000) / promptMs : 0,
+      predicted_n: generated,
+      predicted_ms: decodeMs,
+      predicted_per_second: generated > 0 ? (generated * 1000) / decodeMs : 0,
+    },
+  };
+}

@@ -1,0 +1,113 @@
+// Headless Chromium on the demo page (wasm/demo): a model loads with a progress bar,
+// a reply streams, the Stop button ends it, a screenshot is saved; a reload takes the model
+// from the Cache API; and the page reports whether it is cross-origin isolated (COOP/COEP
+// set by serve.mjs) and the threads the engine uses.
+// Env: SUPERINFER_DEMO (wasm/demo), SUPERINFER_PKG (the installed package), SUPERINFER_GEMMA,
+// SUPERINFER_SCREENSHOT (where to save it), CHROMIUM (default /usr/bin/chromium).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, basename } from 'node:path';
+import { chromium } from 'playwright-core';
+import { env } from './helpers.mjs';
+
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const servers = [];
+const dirs = [];
+
+async function serve(extra = []) {
+  const p = spawn(process.execPath, [join(env('SUPERINFER_DEMO'), 'serve.mjs'), '--port', '0', '--pkg', env('SUPERINFER_PKG'),
+    '--model', env('SUPERINFER_GEMMA'), ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+  servers.push(p);
+  const line = await new Promise((resolve, reject) => {
+    p.stdout.on('data', (d) => { const m = /http:\/\/127\.0\.0\.1:(\d+)\//.exec(String(d)); if (m) resolve(m[0]); });
+    p.on('exit', (c) => reject(new Error(`serve.mjs exited with ${c}`)));
+  });
+  return line;
+}
+
+async function browser() {
+  const dir = mkdtempSync(join(tmpdir(), 'superinfer-chromium-'));
+  dirs.push(dir);
+  const ctx = await chromium.launchPersistentContext(dir, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 900, height: 900 },
+  });
+  return ctx;
+}
+
+async function openDemo(ctx, origin) {
+  const page = ctx.pages()[0] ?? await ctx.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${origin}?model=${encodeURIComponent(`/models/${basename(env('SUPERINFER_GEMMA'))}`)}`);
+  return { page, errors };
+}
+
+async function loadModel(page) {
+  await page.click('#load');
+  await page.waitForFunction(() => ['Ready', 'error'].includes(document.body.dataset.status), null, { timeout: 180_000 });
+  const status = await page.textContent('#status');
+  assert.equal(await page.evaluate(() => document.body.dataset.status), 'Ready', status);
+  return { status, info: await page.evaluate(() => window.superinferInfo) };
+}
+
+let ctx;
+after(async () => {
+  await ctx?.close();
+  for (const s of servers) s.kill();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+test('the demo loads a model, streams a reply, stops on the button, and caches the model', { timeout: 600_000 }, async () => {
+  const origin = await serve();
+  ctx = await browser();
+  const { page, errors } = await openDemo(ctx, origin);
+  const { status, info } = await loadModel(page);
+  console.log(status);
+  assert.equal(await page.evaluate(() => document.querySelector('#progress').value), 1);
+  assert.equal(info.cross_origin_isolated, true, 'COOP/COEP make the page cross-origin isolated');
+  assert.equal(info.threads, 1, 'the single-threaded build');
+  assert.equal(info.cached, false);
+
+  await page.fill('#prompt', 'Write a long story about a lighthouse keeper.');
+  await page.click('#send');
+  // some streamed text, then the Stop button
+  await page.waitForFunction(() => (document.querySelector('.assistant')?.textContent.length ?? 0) >= 40, null, { timeout: 120_000 });
+  await page.click('#stop');
+  await page.waitForFunction(() => document.body.dataset.finish === 'abort' && document.body.dataset.generating === 'no', null, { timeout: 30_000 });
+  const reply = await page.textContent('.assistant');
+  const stats = await page.textContent('#stats');
+  console.log(`reply: ${JSON.stringify(reply.slice(0, 120))}…`);
+  console.log(`stats: ${stats}`);
+  assert.match(stats, /^abort: prompt \d+ tokens at [\d.]+ t\/s, reply \d+ tokens at [\d.]+ t\/s$/);
+  const screenshot = process.env.SUPERINFER_SCREENSHOT || join(tmpdir(), 'superinfer-demo.png');
+  await page.screenshot({ path: screenshot, fullPage: true });
+  console.log(`screenshot: ${screenshot}`);
+  // the page still works after the stop: another message gets a reply
+  await page.fill('#prompt', 'Thanks!');
+  await page.click('#send');
+  await page.waitForFunction(() => document.querySelectorAll('.assistant').length === 2 && document.body.dataset.generating === 'no' && document.body.dataset.finish !== 'abort', null, { timeout: 180_000 });
+
+  // a reload takes the model from the Cache API
+  await page.reload();
+  const again = await loadModel(page);
+  assert.equal(again.info.cached, true, again.status);
+  assert.deepEqual(errors, []);
+});
+
+test('without COOP/COEP the page is not isolated and runs one thread', { timeout: 300_000 }, async () => {
+  const origin = await serve(['--no-isolation']);
+  const { page, errors } = await openDemo(ctx, origin);
+  const { info } = await loadModel(page);
+  assert.equal(info.cross_origin_isolated, false);
+  assert.equal(info.threads, 1);
+  assert.deepEqual(errors, []);
+});

@@ -1,0 +1,135 @@
+// Bad input gives a typed error, found as early as possible: not GGUF, a truncated file or
+// download, an unknown architecture, an unknown tensor type, a file too large for wasm32
+// (refused from its size before the body is read), and network failures.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { openSync, readSync, closeSync, statSync, createReadStream } from 'node:fs';
+import { load, SuperinferError, ERROR_CODES } from 'superinfer';
+import { env } from './helpers.mjs';
+
+const gemma = () => env('SUPERINFER_GEMMA');
+
+function head(path, n) {
+  const b = Buffer.alloc(n);
+  const fd = openSync(path, 'r');
+  readSync(fd, b, 0, n, 0);
+  closeSync(fd);
+  return b;
+}
+
+/** A GGUF v3 file with only metadata (string values) and no tensors. */
+function ggufWithMetadata(kv) {
+  const parts = [];
+  const u32 = (v) => { const b = Buffer.alloc(4); b.writeUInt32LE(v); parts.push(b); };
+  const u64 = (v) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); parts.push(b); };
+  const str = (s) => { const b = Buffer.from(s); u64(b.length); parts.push(b); };
+  parts.push(Buffer.from('GGUF'));
+  u32(3);
+  u64(0);
+  u64(Object.keys(kv).length);
+  for (const [k, v] of Object.entries(kv)) { str(k); u32(8); str(v); }
+  return Buffer.concat(parts);
+}
+
+let server;
+let base;
+const sent = {};
+
+before(async () => {
+  server = createServer((req, res) => {
+    const size = statSync(gemma()).size;
+    if (req.url === '/gemma.gguf') {
+      res.writeHead(200, { 'content-length': size });
+      createReadStream(gemma()).pipe(res);
+    } else if (req.url === '/short.gguf') {
+      // announces the whole file, sends 32 MiB, then the connection drops
+      res.writeHead(200, { 'content-length': size });
+      const s = createReadStream(gemma(), { end: (32 << 20) - 1 });
+      s.pipe(res, { end: false });
+      s.on('end', () => setTimeout(() => res.destroy(), 50));
+    } else if (req.url === '/huge.gguf') {
+      // 5 GB announced; counts what it manages to send before the client hangs up
+      res.writeHead(200, { 'content-length': 5_000_000_000 });
+      sent.huge = 0;
+      const chunk = head(gemma(), 1 << 20);
+      const pump = () => {
+        while (!res.destroyed && sent.huge < 256 << 20) {
+          sent.huge += chunk.length;
+          if (!res.write(chunk)) return res.once('drain', pump);
+        }
+      };
+      pump();
+    } else {
+      res.writeHead(404).end('no such model');
+    }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+
+after(() => server.close());
+
+async function refuses(source, code, re, opts = {}) {
+  const err = await load(source, { nCtx: 256, ...opts }).then(
+    (e) => { e.dispose(); return null; },
+    (e) => e,
+  );
+  assert.ok(err instanceof SuperinferError, `expected a SuperinferError, got ${err}`);
+  assert.ok(ERROR_CODES.includes(err.code));
+  assert.equal(err.code, code, err.message);
+  if (re) assert.match(err.message, re);
+  return err;
+}
+
+test('bytes that are not GGUF', async () => {
+  await refuses(new TextEncoder().encode('<!doctype html><html>Not found</html>'.repeat(100)), 'not_gguf', /not a GGUF file/);
+});
+
+test('a truncated file', async () => {
+  await refuses(head(gemma(), 24 << 20), 'truncated');
+});
+
+test('an unknown architecture is refused from the header', async () => {
+  await refuses(ggufWithMetadata({ 'general.architecture': 'mamba' }), 'unsupported_model', /mamba/);
+});
+
+test('an unknown tensor type is refused from the header', async () => {
+  const b = head(gemma(), 16 << 20);
+  // the tensor directory entry of token_embd.weight: name, n_dims (u32), dims (u64 each), type (u32)
+  const name = Buffer.from('token_embd.weight');
+  const at = b.indexOf(name) + name.length;
+  const nDims = b.readUInt32LE(at);
+  b.writeUInt32LE(77, at + 4 + 8 * nDims);
+  await refuses(b, 'unsupported_tensor_type', /token_embd\.weight/);
+});
+
+test('a file too large for wasm32 is refused before its body is downloaded', async () => {
+  const err = await refuses(`${base}/huge.gguf`, 'too_large', /5\.\d GB.*4 GB/);
+  assert.ok(sent.huge < 200 << 20, `${sent.huge} bytes were sent before the refusal`);
+  console.log(err.message);
+});
+
+test('a download that breaks off is truncated', async () => {
+  await refuses(`${base}/short.gguf`, 'truncated', /broke off|ended after/);
+});
+
+test('network failures', async () => {
+  await refuses(`${base}/missing.gguf`, 'network', /404/);
+  await refuses('http://127.0.0.1:9/model.gguf', 'network', /could not fetch/);
+});
+
+test('a model loads from a URL, and a later load works after failures', async () => {
+  const progress = [];
+  const engine = await load(`${base}/gemma.gguf`, { nCtx: 128, onProgress: (p) => progress.push(p.loaded) });
+  try {
+    assert.equal(engine.info().architecture, 'gemma3');
+    assert.ok(progress.length > 3 && progress.every((v, i) => i === 0 || v >= progress[i - 1]));
+    const ids = await engine.tokenize('Hello');
+    assert.equal(await engine.detokenize(ids), 'Hello');
+  } finally {
+    await engine.dispose();
+  }
+  await assert.rejects(engine.tokenize('x'), { code: 'disposed' });
+});

@@ -1,0 +1,83 @@
+// Shared by the package's tests: where the models, fixtures and native binary are, and the
+// rule for comparing two greedy continuations (llama.cpp's near-ties, as
+// tests/tests/llamacpp_fixtures.rs defines them).
+
+import { readFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+
+export const TIE = 0.05;
+
+export function env(name) {
+  const v = process.env[name];
+  if (!v || !existsSync(v)) throw new Error(`${name} must name an existing file or directory (got ${v})`);
+  return v;
+}
+
+export const MODELS = {
+  qwen: { env: 'SUPERINFER_QWEN', fixtures: 'qwen2.5-coder-0.5b' },
+  gemma: { env: 'SUPERINFER_GEMMA', fixtures: 'gemma-3-270m' },
+};
+
+export function fixture(model, file) {
+  return JSON.parse(readFileSync(join(env('SUPERINFER_FIXTURES'), MODELS[model].fixtures, file), 'utf8'));
+}
+
+/** The text native `superinfer run` generates (greedy, n tokens, two threads). */
+export function nativeRun(modelPath, prompt, n) {
+  const out = execFileSync(env('SUPERINFER_BIN'), ['run', '-m', modelPath, '-p', prompt, '-n', String(n), '--temp', '0', '-t', '2'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 1 << 20,
+  });
+  // `run` ends its output with a newline of its own
+  return out.endsWith('\n') ? out.slice(0, -1) : out;
+}
+
+/**
+ * null when the wasm continuation (`tokens`: [{id, text}]) equals the native text, or parts
+ * from it only at a llama.cpp near-tie (a position where llama.cpp rates the token the wasm
+ * engine chose within TIE of its best, after the same tokens as llama.cpp); else why not.
+ */
+export function divergence(nativeText, tokens, fcase) {
+  const wasmText = tokens.map((t) => t.text).join('');
+  if (wasmText === nativeText) return null;
+  let acc = '';
+  let j = 0;
+  for (; j < tokens.length; j++) {
+    const next = acc + tokens[j].text;
+    if (!nativeText.startsWith(next)) break;
+    acc = next;
+  }
+  if (j === tokens.length) {
+    return `the wasm engine stopped after ${tokens.length} tokens (${JSON.stringify(wasmText)}), native went on: ${JSON.stringify(nativeText)}`;
+  }
+  const ids = tokens.map((t) => t.id);
+  // where the wasm continuation leaves llama.cpp's (the one with reference log-probs)
+  const k = ids.findIndex((id, i) => id !== fcase.generated_ids[i]);
+  const at = k >= 0 && k < j ? k : j;
+  const top = fcase.positions[fcase.prompt_ids.length - 1 + at].top;
+  const ours = top.find((e) => e[0] === ids[at]);
+  const behind = ours ? top[0][1] - ours[1] : Infinity;
+  // A near-tie: rounding decides, the continuations may part. When the wasm engine (with
+  // the native one: their texts agree up to j) left llama.cpp's continuation at a near-tie
+  // before parting from native, no reference remains to judge later tokens by, and
+  // comparing stops there, as in the fixture tests.
+  if (behind < TIE) return null;
+  return `generated token ${at}${at < j ? ` (before wasm and native part at ${j})` : ''}: wasm chose ${ids[at]}, ${ours ? `${behind.toFixed(4)} behind` : 'not in'} llama.cpp's top (${top[0][0]}); wasm ${JSON.stringify(wasmText)} native ${JSON.stringify(nativeText)}`;
+}
+
+/** Runs a completion; returns its tokens ([{id, text}]) and its last chunk. */
+export async function collect(stream, onChunk) {
+  const tokens = [];
+  let last = null;
+  for await (const c of stream) {
+    const ch = c.choices[0];
+    const text = ch.text ?? ch.delta?.content ?? '';
+    for (const id of ch.token_ids ?? []) tokens.push({ id, text });
+    if (!(ch.token_ids ?? []).length && text) tokens.push({ id: null, text });
+    last = c;
+    onChunk?.(c);
+  }
+  return { tokens, last, text: tokens.map((t) => t.text).join('') };
+}

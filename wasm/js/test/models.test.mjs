@@ -1,0 +1,100 @@
+// The packed package on the real models: the fixture prompts' greedy continuations equal
+// native `superinfer run` (a parting allowed only at a llama.cpp near-tie), tokenization
+// equals llama.cpp's, chat, abort within one token, and an engine that stays usable after
+// an error or an abort.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { load } from 'superinfer';
+import { env, fixture, nativeRun, divergence, collect, MODELS } from './helpers.mjs';
+
+for (const name of Object.keys(MODELS)) {
+  describe(name, () => {
+    let engine;
+    const path = () => env(MODELS[name].env);
+
+    before(async () => {
+      const progress = [];
+      engine = await load(path(), { nCtx: 512, onProgress: (p) => progress.push(p) });
+      const info = engine.info();
+      assert.equal(info.isa, 'simd128');
+      assert.equal(info.threads, 1);
+      assert.equal(info.n_ctx, 512);
+      assert.ok(progress.length > 0 && progress.at(-1).loaded === progress.at(-1).total, 'progress reaches the total');
+      assert.equal(progress.at(-1).total, info.file_size);
+      // one copy of the weights: the wasm memory is the file, the KV cache and a little more
+      const slack = info.wasm_bytes - info.file_size - info.kv_cache_bytes;
+      console.log(`${name}: wasm memory ${info.wasm_bytes} B = file ${info.file_size} + KV ${info.kv_cache_bytes} + ${slack}; loaded in ${info.load_ms.toFixed(0)} ms`);
+      assert.ok(slack <= 64 << 20, `wasm memory exceeds file + KV cache by ${slack} bytes (> 64 MiB)`);
+    });
+
+    after(() => engine?.dispose());
+
+    test('tokenization equals llama.cpp', async () => {
+      for (const c of fixture(name, 'tokenize.json')) {
+        assert.deepEqual(await engine.tokenize(c.text, { addSpecial: false, parseSpecial: false }), c.ids, c.text);
+        assert.deepEqual(await engine.tokenize(c.text, { addSpecial: true, parseSpecial: false }), c.ids_with_special, c.text);
+      }
+      for (const c of fixture(name, 'generate.json')) {
+        assert.deepEqual(await engine.tokenize(c.prompt), c.prompt_ids, c.prompt);
+        assert.equal(await engine.detokenize(c.generated_ids.slice(0, 8)), await engine.detokenize(c.generated_ids.slice(0, 8)));
+      }
+    });
+
+    test('greedy continuations equal native superinfer run', async () => {
+      for (const c of fixture(name, 'generate.json')) {
+        const n = c.generated_ids.length;
+        const { tokens, last } = await collect(engine.complete(c.prompt, { temperature: 0, maxTokens: n }));
+        assert.ok(['stop', 'length'].includes(last.choices[0].finish_reason));
+        assert.equal(last.usage.prompt_tokens, c.prompt_ids.length);
+        const native = nativeRun(path(), c.prompt, n);
+        const why = divergence(native, tokens, c);
+        assert.equal(why, null, `${JSON.stringify(c.prompt)}: ${why}`);
+        const t = last.timings;
+        console.log(`${name} ${JSON.stringify(c.prompt.slice(0, 24))}: ${tokens.length} tokens, prompt ${t.prompt_per_second.toFixed(1)} t/s, decode ${t.predicted_per_second.toFixed(1)} t/s${tokens.map((x) => x.text).join('') === native ? ', identical to native' : ', parts from native at a near-tie'}`);
+      }
+    });
+
+    test('chat streams the assistant turn through the model\'s template', async () => {
+      const messages = [{ role: 'user', content: 'Say hello.' }];
+      const prompt = await engine.applyChatTemplate(messages);
+      assert.ok(prompt.includes('Say hello.'));
+      assert.ok(prompt.includes(name === 'qwen' ? '<|im_start|>assistant' : '<start_of_turn>model'), prompt);
+      const chunks = [];
+      const { text, last } = await collect(engine.chat(messages, { temperature: 0, maxTokens: 12 }), (c) => chunks.push(c));
+      assert.equal(chunks[0].object, 'chat.completion.chunk');
+      assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+      assert.ok(text.length > 0);
+      // BOS is added unless the rendered text already begins with it (Gemma's template writes it)
+      assert.equal(last.usage.prompt_tokens, (await engine.tokenize(prompt, { addSpecial: !prompt.startsWith('<bos>') })).length);
+    });
+
+    test('an abort ends the stream within one token, and the engine goes on', async () => {
+      const prompt = fixture(name, 'generate.json')[0].prompt;
+      const { text: whole } = await collect(engine.complete(prompt, { temperature: 0, maxTokens: 24 }));
+      const ac = new AbortController();
+      let after = 0;
+      const { last } = await collect(engine.complete(prompt, { temperature: 0, maxTokens: 200, signal: ac.signal }), (c) => {
+        if (c.choices[0].finish_reason !== null) return;
+        if (ac.signal.aborted) after++;
+        else ac.abort();
+      });
+      assert.equal(last.choices[0].finish_reason, 'abort');
+      assert.ok(after <= 1, `${after} tokens arrived after the abort`);
+      assert.ok(last.usage.completion_tokens <= 2);
+      // the same greedy text afterwards (the cache was rolled back correctly)
+      const { text: again } = await collect(engine.complete(prompt, { temperature: 0, maxTokens: 24 }));
+      assert.equal(again, whole);
+    });
+
+    test('errors reject with a code and leave the engine usable', async () => {
+      const long = 'word '.repeat(800);
+      await assert.rejects(collect(engine.complete(long, { maxTokens: 4 })), { code: 'context_length_exceeded' });
+      await assert.rejects(collect(engine.complete('x', { temperature: -1, topP: 7 })), { code: 'invalid_argument' });
+      await assert.rejects(engine.detokenize([10 ** 8]), { code: 'invalid_argument' });
+      await assert.rejects(collect(engine.complete('x', { bogus: 1 })), { code: 'invalid_argument' });
+      const { tokens } = await collect(engine.complete('1, 2, 3,', { temperature: 0, maxTokens: 3 }));
+      assert.equal(tokens.length, 3);
+    });
+  });
+}

@@ -1,0 +1,296 @@
+//! The exports the JavaScript glue (`js/src/wasm.js`) calls: plain numbers in and out,
+//! strings and JSON through linear memory. A call that returns `i32` returns `-1` on failure
+//! and leaves `{code, message}` as the result; the result of the last call is read with
+//! `si_result_ptr` / `si_result_len` (valid until the next call).
+//!
+//! One engine per instance (one per worker); the instance is single-threaded.
+
+use std::cell::RefCell;
+
+use serde_json::Value;
+use superinfer_core::kernels::{self, CpuFeatures, Kernels};
+
+use crate::buffer::ModelBuffer;
+use crate::engine::{context_options, Engine};
+use crate::errors::{Failure, Result};
+use crate::probe;
+
+#[derive(Default)]
+struct State {
+    /// The model file being filled, before `si_model_load` takes it.
+    buffer: Option<ModelBuffer>,
+    engine: Option<Engine>,
+    result: Vec<u8>,
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+/// The kernels this build runs: simd128 when compiled with it (all current browsers and
+/// Node have it), else scalar.
+pub fn kernels() -> Kernels {
+    let f = CpuFeatures {
+        simd128: cfg!(target_feature = "simd128"),
+        ..Default::default()
+    };
+    kernels::select(&f, None).unwrap_or_else(|_| Kernels::scalar())
+}
+
+/// Runs `f` on the state; `Ok(text)` becomes the result and returns `ok`, an error becomes
+/// the result as JSON and returns -1.
+fn call(ok: i32, f: impl FnOnce(&mut State) -> Result<String>) -> i32 {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let (code, out) = match f(&mut s) {
+            Ok(text) => (ok, text),
+            Err(e) => (-1, e.to_json()),
+        };
+        s.result = out.into_bytes();
+        code
+    })
+}
+
+/// # Safety
+/// `ptr..ptr + len` is memory this module allocated with `si_alloc` and JS filled.
+unsafe fn input<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { core::slice::from_raw_parts(ptr, len) }
+}
+
+/// # Safety
+/// As [`input`].
+unsafe fn json(ptr: *const u8, len: usize) -> Result<Value> {
+    if len == 0 {
+        return Ok(Value::Null);
+    }
+    // SAFETY: the caller's contract.
+    serde_json::from_slice(unsafe { input(ptr, len) })
+        .map_err(|e| Failure::new("invalid_argument", format!("bad request JSON: {e}")))
+}
+
+/// # Safety
+/// As [`input`].
+unsafe fn text<'a>(ptr: *const u8, len: usize) -> Result<&'a str> {
+    // SAFETY: the caller's contract.
+    core::str::from_utf8(unsafe { input(ptr, len) })
+        .map_err(|_| Failure::new("invalid_argument", "text is not UTF-8"))
+}
+
+fn engine(s: &mut State) -> Result<&mut Engine> {
+    s.engine
+        .as_mut()
+        .ok_or_else(|| Failure::new("no_model", "no model is loaded (load one first)"))
+}
+
+/// Allocates `len` bytes for an argument (free with `si_free`); 0 when memory is exhausted.
+#[no_mangle]
+pub extern "C" fn si_alloc(len: usize) -> *mut u8 {
+    let mut v = Vec::<u8>::new();
+    if v.try_reserve_exact(len.max(1)).is_err() {
+        return core::ptr::null_mut();
+    }
+    let mut v = core::mem::ManuallyDrop::new(v);
+    v.as_mut_ptr()
+}
+
+/// # Safety
+/// `ptr` came from `si_alloc(len)` and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn si_free(ptr: *mut u8, len: usize) {
+    // SAFETY: the caller's contract: a Vec of capacity len.max(1) allocated by si_alloc.
+    drop(unsafe { Vec::from_raw_parts(ptr, 0, len.max(1)) });
+}
+
+#[no_mangle]
+pub extern "C" fn si_result_ptr() -> *const u8 {
+    STATE.with(|s| s.borrow().result.as_ptr())
+}
+
+#[no_mangle]
+pub extern "C" fn si_result_len() -> usize {
+    STATE.with(|s| s.borrow().result.len())
+}
+
+/// Refuses a file whose size alone does not fit (before anything is allocated); the size is
+/// an f64 because it may exceed 32 bits.
+#[no_mangle]
+pub extern "C" fn si_check_size(size: f64) -> i32 {
+    call(0, |_| probe::check_size(size as u64).map(|_| String::new()))
+}
+
+/// Drops any loaded model and allocates the buffer for a file of `size` bytes; returns its
+/// address (the result holds it too), or 0 with the error as the result.
+#[no_mangle]
+pub extern "C" fn si_model_alloc(size: usize) -> usize {
+    let mut at = 0;
+    call(0, |s| {
+        s.engine = None;
+        s.buffer = None;
+        let b = ModelBuffer::new(size)?;
+        at = b.ptr() as usize;
+        s.buffer = Some(b);
+        Ok(at.to_string())
+    });
+    at
+}
+
+/// Checks the header once `loaded` bytes of the buffer are filled: 0 = not all of the
+/// header yet, 1 = checked (the result is its summary as JSON), -1 = refused (bad magic,
+/// unknown architecture, unsupported tensor type, too large for wasm32...).
+///
+/// # Safety
+/// `opts_ptr`/`opts_len` as [`input`] (the load options as JSON: `n_ctx`, `n_batch`).
+#[no_mangle]
+pub unsafe extern "C" fn si_model_probe(
+    loaded: usize,
+    opts_ptr: *const u8,
+    opts_len: usize,
+) -> i32 {
+    let mut status = 0;
+    let r = call(0, |s| {
+        // SAFETY: the caller's contract.
+        let opts = context_options(&unsafe { json(opts_ptr, opts_len) }?);
+        let b = s
+            .buffer
+            .as_ref()
+            .ok_or_else(|| Failure::new("invalid_argument", "no model buffer (si_model_alloc)"))?;
+        match probe::probe(b.bytes(), loaded, &kernels(), &opts)? {
+            Some(v) => {
+                status = 1;
+                Ok(v.to_string())
+            }
+            None => Ok(String::new()),
+        }
+    });
+    if r < 0 {
+        r
+    } else {
+        status
+    }
+}
+
+/// Builds the engine over the filled buffer; the result is `info()` as JSON.
+///
+/// # Safety
+/// As [`si_model_probe`].
+#[no_mangle]
+pub unsafe extern "C" fn si_model_load(opts_ptr: *const u8, opts_len: usize) -> i32 {
+    call(1, |s| {
+        // SAFETY: the caller's contract.
+        let opts = context_options(&unsafe { json(opts_ptr, opts_len) }?);
+        let b = s
+            .buffer
+            .take()
+            .ok_or_else(|| Failure::new("invalid_argument", "no model buffer (si_model_alloc)"))?;
+        let e = Engine::load(b, kernels(), &opts)?;
+        let info = e.info().to_string();
+        s.engine = Some(e);
+        Ok(info)
+    })
+}
+
+/// Frees the model and its buffer.
+#[no_mangle]
+pub extern "C" fn si_model_free() {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.engine = None;
+        s.buffer = None;
+    });
+}
+
+/// Token ids of a text, as a JSON array.
+///
+/// # Safety
+/// As [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn si_tokenize(
+    ptr: *const u8,
+    len: usize,
+    add_special: i32,
+    parse_special: i32,
+) -> i32 {
+    call(1, |s| {
+        // SAFETY: the caller's contract.
+        let t = unsafe { text(ptr, len) }?;
+        let ids = engine(s)?.tokenize(t, add_special != 0, parse_special != 0)?;
+        Ok(serde_json::to_string(&ids).expect("ids serialize"))
+    })
+}
+
+/// The text of token ids given as a JSON array.
+///
+/// # Safety
+/// As [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn si_detokenize(ptr: *const u8, len: usize, special: i32) -> i32 {
+    call(1, |s| {
+        // SAFETY: the caller's contract.
+        let v = unsafe { json(ptr, len) }?;
+        let ids: Vec<u32> = v
+            .as_array()
+            .and_then(|a| a.iter().map(|x| x.as_u64().map(|t| t as u32)).collect())
+            .ok_or_else(|| {
+                Failure::new("invalid_argument", "token ids must be an array of integers")
+            })?;
+        engine(s)?.detokenize(&ids, special != 0)
+    })
+}
+
+/// The prompt text of a conversation (a JSON array of messages) under the chat template.
+///
+/// # Safety
+/// As [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn si_render_chat(ptr: *const u8, len: usize) -> i32 {
+    call(1, |s| {
+        // SAFETY: the caller's contract.
+        let v = unsafe { json(ptr, len) }?;
+        engine(s)?.render_chat(&v)
+    })
+}
+
+/// Starts a generation (request JSON: see `Engine::begin`); the result is
+/// `{prompt_tokens, cached_tokens}`.
+///
+/// # Safety
+/// As [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn si_begin(ptr: *const u8, len: usize) -> i32 {
+    call(1, |s| {
+        // SAFETY: the caller's contract.
+        let v = unsafe { json(ptr, len) }?;
+        Ok(engine(s)?.begin(&v)?.to_string())
+    })
+}
+
+/// Evaluates up to `n` more prompt tokens; returns how many remain (or -1).
+#[no_mangle]
+pub extern "C" fn si_prefill(n: usize) -> i32 {
+    let mut left = 0;
+    let r = call(0, |s| {
+        left = engine(s)?.prefill(n)?;
+        Ok(String::new())
+    });
+    if r < 0 {
+        r
+    } else {
+        left as i32
+    }
+}
+
+/// The next token: the result is `{id, text, finish}`.
+#[no_mangle]
+pub extern "C" fn si_next() -> i32 {
+    call(1, |s| Ok(engine(s)?.next_token()?.to_string()))
+}
+
+/// The engine's description (`info()`), as JSON.
+#[no_mangle]
+pub extern "C" fn si_info() -> i32 {
+    call(1, |s| Ok(engine(s)?.info().to_string()))
+}

@@ -1,0 +1,399 @@
+//! One loaded model and its conversation: the weights borrowed from the model buffer, a
+//! [`Context`] of the one forward path, the chat template, and a token-by-token generation
+//! the JavaScript side drives (so it can stop between any two tokens, and between chunks of
+//! a prompt).
+
+use core::mem::ManuallyDrop;
+
+use serde_json::{json, Value};
+use superinfer_core::generate::{Context, ContextOptions, Model};
+use superinfer_core::gguf::{keys, GgufFile};
+use superinfer_core::kernels::Kernels;
+use superinfer_core::parallel::{Parallel, Sequential};
+use superinfer_core::sampler::{Sampler, SamplerConfig};
+use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
+use superinfer_template::{builtin_for, ChatTemplate};
+
+use crate::buffer::ModelBuffer;
+use crate::errors::{Failure, Result};
+use crate::stop::StopStrings;
+
+static SEQUENTIAL: Sequential = Sequential;
+
+/// How the context is sized (`load`'s `nCtx`, `nBatch`).
+pub fn context_options(opts: &Value) -> ContextOptions {
+    let n = |k: &str| opts.get(k).and_then(Value::as_u64).unwrap_or(0) as usize;
+    ContextOptions {
+        n_ctx: n("n_ctx"),
+        n_batch: n("n_batch"),
+        ..Default::default()
+    }
+}
+
+pub struct Engine {
+    // Dropped by hand, in this order: the context borrows the model, which borrows the bytes.
+    ctx: ManuallyDrop<Context<'static>>,
+    model: &'static Model<'static>,
+    bytes: &'static [u8],
+    template: ChatTemplate,
+    info: Value,
+    gen: Option<Generation>,
+}
+
+/// The state of one `complete` / `chat` call.
+struct Generation {
+    sampler: Sampler,
+    prompt: Vec<u32>,
+    /// Prompt tokens evaluated so far (the first `cached` came from the previous call's cache).
+    fed: usize,
+    max_tokens: usize,
+    generated: usize,
+    decoder: StreamDecoder,
+    stop: StopStrings,
+    logits: Vec<f32>,
+    done: bool,
+}
+
+impl Engine {
+    /// Takes over the filled buffer. On failure the buffer is freed.
+    pub fn load(buffer: ModelBuffer, kernels: Kernels, opts: &ContextOptions) -> Result<Engine> {
+        let bytes = buffer.leak();
+        match Self::build(bytes, kernels, opts) {
+            Ok(e) => Ok(e),
+            Err(e) => {
+                // SAFETY: `build` dropped everything that borrowed the bytes.
+                unsafe { ModelBuffer::free_leaked(bytes) };
+                Err(e)
+            }
+        }
+    }
+
+    fn build(bytes: &'static [u8], kernels: Kernels, opts: &ContextOptions) -> Result<Engine> {
+        let file = GgufFile::parse(bytes)?;
+        let meta = |k: &str| file.get_str(k).ok().flatten().map(str::to_string);
+        let arch = meta(keys::GENERAL_ARCHITECTURE).unwrap_or_default();
+        let name = meta(keys::GENERAL_NAME);
+        let file_template = meta(keys::TOKENIZER_CHAT_TEMPLATE);
+        drop(file);
+
+        let model: &'static Model<'static> = Box::leak(Box::new(Model::from_gguf(bytes, kernels)?));
+        let free_model = || {
+            // SAFETY: leaked just above; nothing borrows it when this runs.
+            unsafe {
+                drop(Box::from_raw(
+                    model as *const Model<'static> as *mut Model<'static>,
+                ))
+            }
+        };
+        let par: &'static dyn Parallel = &SEQUENTIAL;
+        let ctx = match Context::new(model, par, opts) {
+            Ok(c) => c,
+            Err(e) => {
+                free_model();
+                return Err(e.into());
+            }
+        };
+        let tok = model.tokenizer();
+        let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
+        let source = file_template
+            .clone()
+            .unwrap_or_else(|| builtin_for(&arch).to_string());
+        let template = match ChatTemplate::new(&source, &text(tok.bos()), &text(tok.eos())) {
+            Ok(t) => t,
+            Err(e) => {
+                drop(ctx);
+                free_model();
+                return Err(e.into());
+            }
+        };
+        let c = model.config();
+        let info = json!({
+            "architecture": arch,
+            "name": name,
+            "file_size": bytes.len(),
+            "n_ctx": ctx.n_ctx(),
+            "n_ctx_train": c.n_ctx_train,
+            "n_batch": ctx.n_batch(),
+            "n_vocab": c.n_vocab,
+            "n_layer": c.n_layer,
+            "n_embd": c.n_embd,
+            "kv_cache_bytes": ctx.kv_cache_bytes(),
+            "isa": model.kernels().isa().name(),
+            "threads": par.threads(),
+            "chat_template": if file_template.is_some() { "model" } else { "builtin" },
+            "bos": tok.bos(),
+            "eos": tok.eos(),
+        });
+        Ok(Engine {
+            ctx: ManuallyDrop::new(ctx),
+            model,
+            bytes,
+            template,
+            info,
+            gen: None,
+        })
+    }
+
+    pub fn info(&self) -> &Value {
+        &self.info
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        self.model.tokenizer()
+    }
+
+    /// `llama_tokenize(text, add_special, parse_special)`.
+    pub fn tokenize(&self, text: &str, add_special: bool, parse_special: bool) -> Result<Vec<u32>> {
+        Ok(self.tokenizer().encode(text, add_special, parse_special)?)
+    }
+
+    /// The text of `ids` (control tokens' text only when `special`).
+    pub fn detokenize(&self, ids: &[u32], special: bool) -> Result<String> {
+        self.check_ids(ids)?;
+        Ok(self.tokenizer().decode(ids, special))
+    }
+
+    fn check_ids(&self, ids: &[u32]) -> Result<()> {
+        let n = self.tokenizer().vocab_size();
+        match ids.iter().find(|&&t| t as usize >= n) {
+            Some(t) => Err(Failure::new(
+                "invalid_argument",
+                format!("token id {t} is outside the vocabulary of {n} tokens"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The prompt text of a conversation (`messages`: OpenAI's array of `{role, content}`),
+    /// rendered with the model's chat template, ending with the assistant's turn opening.
+    pub fn render_chat(&self, messages: &Value) -> Result<String> {
+        if messages.as_array().is_none_or(|m| m.is_empty()) {
+            return Err(Failure::new(
+                "invalid_argument",
+                "messages must be a non-empty array of {role, content}",
+            ));
+        }
+        Ok(self.template.render_json(messages, true)?)
+    }
+
+    /// Tokens of a prompt text: special tokens written in it are parsed, and BOS is added when
+    /// the model wants one and the text does not already begin with it (as `superinfer run`).
+    pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>> {
+        let tok = self.tokenizer();
+        let has_bos = tok
+            .bos()
+            .is_some_and(|b| !text.is_empty() && text.starts_with(&tok.token_text(b)));
+        Ok(tok.encode(text, !has_bos, true)?)
+    }
+
+    /// Starts a generation. `req`: `prompt` (text) | `tokens` | `messages`, `max_tokens`,
+    /// sampling (`temperature`, `top_k`, `top_p`, `min_p`, `repeat_penalty`,
+    /// `repeat_last_n`, `frequency_penalty`, `presence_penalty`, `seed`) and `stop`. The
+    /// cache keeps the longest prefix this prompt shares with the previous conversation.
+    pub fn begin(&mut self, req: &Value) -> Result<Value> {
+        self.gen = None;
+        let prompt = if let Some(m) = req.get("messages") {
+            let text = self.render_chat(m)?;
+            self.encode_prompt(&text)?
+        } else if let Some(t) = req.get("tokens") {
+            let ids: Option<Vec<u32>> = t
+                .as_array()
+                .map(|a| a.iter().map(|v| v.as_u64().map(|x| x as u32)).collect())
+                .unwrap_or(None);
+            let ids = ids.ok_or_else(|| {
+                Failure::new("invalid_argument", "tokens must be an array of token ids")
+            })?;
+            self.check_ids(&ids)?;
+            ids
+        } else if let Some(p) = req.get("prompt").and_then(Value::as_str) {
+            self.encode_prompt(p)?
+        } else {
+            return Err(Failure::new(
+                "invalid_argument",
+                "a request needs a prompt (text), tokens or messages",
+            ));
+        };
+        if prompt.is_empty() {
+            return Err(Failure::new("invalid_argument", "the prompt is empty"));
+        }
+        let n_ctx = self.ctx.n_ctx();
+        if prompt.len() >= n_ctx {
+            return Err(Failure::new(
+                "context_length_exceeded",
+                format!(
+                    "the prompt is {} tokens, and the context holds {n_ctx} (load with a larger \
+                     nCtx, up to {}, or shorten the prompt)",
+                    prompt.len(),
+                    self.model.config().n_ctx_train
+                ),
+            ));
+        }
+        let sampler = Sampler::new(sampler_config(req)?)?;
+        let max_tokens = match req.get("max_tokens").and_then(Value::as_i64) {
+            None | Some(-1) => n_ctx,
+            Some(n) if n > 0 => n as usize,
+            Some(n) => {
+                return Err(Failure::new(
+                    "invalid_argument",
+                    format!(
+                        "max_tokens must be positive (or -1: until the context is full), not {n}"
+                    ),
+                ))
+            }
+        };
+        let stop = match req.get("stop") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| Failure::new("invalid_argument", "stop must be strings"))?,
+            Some(_) => return Err(Failure::new("invalid_argument", "stop must be strings")),
+        };
+        let common = self
+            .ctx
+            .tokens()
+            .iter()
+            .zip(&prompt)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // the last prompt token always runs, for its logits
+        let keep = common.min(prompt.len() - 1);
+        self.ctx.truncate(keep);
+        let n_prompt = prompt.len();
+        self.gen = Some(Generation {
+            sampler,
+            prompt,
+            fed: keep,
+            max_tokens,
+            generated: 0,
+            decoder: StreamDecoder::new(false),
+            stop: StopStrings::new(stop),
+            logits: Vec::new(),
+            done: false,
+        });
+        Ok(json!({ "prompt_tokens": n_prompt, "cached_tokens": keep }))
+    }
+
+    /// Evaluates up to `n` more prompt tokens; returns how many are left.
+    pub fn prefill(&mut self, n: usize) -> Result<usize> {
+        let g = self.gen.as_mut().ok_or_else(no_generation)?;
+        let end = (g.fed + n.max(1)).min(g.prompt.len());
+        if g.fed < end {
+            if let Err(e) = self.ctx.feed(&g.prompt[g.fed..end]) {
+                self.gen = None;
+                return Err(e.into());
+            }
+            g.fed = end;
+        }
+        Ok(g.prompt.len() - g.fed)
+    }
+
+    /// Samples the next token and evaluates it. Returns `{id, text, finish}`: `finish` is
+    /// null while generation goes on, else `"stop"` (end of generation or a stop string;
+    /// `id` is then null when the token is not part of the answer) or `"length"`
+    /// (`max_tokens` or a full context).
+    pub fn next_token(&mut self) -> Result<Value> {
+        let tok = self.model.tokenizer();
+        let g = self.gen.as_mut().ok_or_else(no_generation)?;
+        if g.done || g.fed < g.prompt.len() {
+            return Err(Failure::new(
+                "invalid_argument",
+                "next_token() needs the prompt evaluated first (prefill until 0 remain)",
+            ));
+        }
+        g.logits.clear();
+        g.logits.extend_from_slice(self.ctx.logits());
+        let id = g.sampler.sample(&mut g.logits, self.ctx.tokens());
+        if tok.is_eog(id) {
+            g.done = true;
+            let text = g.decoder.flush() + &g.stop.flush();
+            return Ok(json!({ "id": null, "eog": id, "text": text, "finish": "stop" }));
+        }
+        g.generated += 1;
+        let piece = g.decoder.push(tok, id).unwrap_or_default();
+        let (mut text, hit) = g.stop.push(&piece);
+        let finish = if hit {
+            Some("stop")
+        } else if g.generated >= g.max_tokens || self.ctx.tokens().len() >= self.ctx.n_ctx() {
+            text += &g.decoder.flush();
+            text += &g.stop.flush();
+            Some("length")
+        } else {
+            None
+        };
+        match finish {
+            Some(_) => g.done = true,
+            None => {
+                if let Err(e) = self.ctx.feed(&[id]) {
+                    self.gen = None;
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(json!({ "id": id, "text": text, "finish": finish }))
+    }
+
+    /// Tokens generated by the current (or last) generation.
+    pub fn generated(&self) -> usize {
+        self.gen.as_ref().map_or(0, |g| g.generated)
+    }
+}
+
+fn no_generation() -> Failure {
+    Failure::new(
+        "invalid_argument",
+        "no generation in progress (call begin first)",
+    )
+}
+
+/// llama.cpp's defaults, overridden by the request's fields.
+fn sampler_config(req: &Value) -> Result<SamplerConfig> {
+    let mut c = SamplerConfig::default();
+    let f = |k: &str| req.get(k).and_then(Value::as_f64).map(|v| v as f32);
+    let u = |k: &str| req.get(k).and_then(Value::as_u64).map(|v| v as usize);
+    if let Some(v) = f("temperature") {
+        c.temperature = v;
+    }
+    if let Some(v) = u("top_k") {
+        c.top_k = v;
+    }
+    if let Some(v) = f("top_p") {
+        c.top_p = v;
+    }
+    if let Some(v) = f("min_p") {
+        c.min_p = v;
+    }
+    if let Some(v) = f("repeat_penalty") {
+        c.repeat_penalty = v;
+    }
+    if let Some(v) = u("repeat_last_n") {
+        c.repeat_last_n = v;
+    }
+    if let Some(v) = f("frequency_penalty") {
+        c.frequency_penalty = v;
+    }
+    if let Some(v) = f("presence_penalty") {
+        c.presence_penalty = v;
+    }
+    if let Some(v) = req.get("seed").and_then(Value::as_u64) {
+        c.seed = v;
+    }
+    c.validate()?;
+    Ok(c)
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // SAFETY: the context goes first (it borrows the model), then the model (it borrows
+        // the bytes), then the bytes; none is used afterwards.
+        unsafe {
+            ManuallyDrop::drop(&mut self.ctx);
+            drop(Box::from_raw(
+                self.model as *const Model<'static> as *mut Model<'static>,
+            ));
+            ModelBuffer::free_leaked(self.bytes);
+        }
+    }
+}
