@@ -345,6 +345,14 @@ pub struct ServeArgs {
     /// Largest request body, in MiB.
     #[arg(long = "body-limit-mib", default_value_t = 4)]
     pub body_limit_mib: usize,
+    /// Speculative decoding by prompt lookup for every request (requests may turn it off
+    /// with `"speculative": false`, or on with `"lookup_ngram": N`): match the last N tokens
+    /// against the text so far and verify what followed them. 0 = off.
+    #[arg(long = "lookup-ngram", default_value_t = 0)]
+    pub lookup_ngram: usize,
+    /// The longest draft prompt lookup verifies in one step.
+    #[arg(long = "draft-max", visible_alias = "draft", default_value_t = 16)]
+    pub draft_max: usize,
 }
 
 /// llama.cpp's multi-letter flags with one dash (`-np 4`, `-ctk q8_0`) as the long flags

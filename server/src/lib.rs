@@ -28,6 +28,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use superinfer_runtime::scheduler::Lookup;
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
 
 pub use error::ApiError;
@@ -50,6 +51,8 @@ pub struct ServeOptions {
     pub chat_template: Option<PathBuf>,
     /// Largest request body in bytes.
     pub body_limit: usize,
+    /// Speculative decoding by prompt lookup for requests that do not say otherwise.
+    pub lookup: Option<Lookup>,
 }
 
 /// Serves until Ctrl-C or SIGTERM; an error if the port cannot be bound or the model
@@ -65,6 +68,7 @@ pub fn serve(o: ServeOptions) -> Result<(), String> {
         alias,
         model_path: o.model.clone(),
         api_key: o.api_key.clone().filter(|k| !k.is_empty()),
+        lookup: o.lookup,
         metrics: Default::default(),
         ready: OnceLock::new(),
         started: SystemTime::now()

@@ -67,6 +67,8 @@ pub struct Metrics {
     pub prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
     pub cached_tokens: AtomicU64,
+    pub draft_tokens: AtomicU64,
+    pub draft_accepted_tokens: AtomicU64,
     pub ttft: Histogram,
     pub itl: Histogram,
     pub e2e: Histogram,
@@ -95,6 +97,8 @@ impl Default for Metrics {
             prompt_tokens: AtomicU64::new(0),
             generation_tokens: AtomicU64::new(0),
             cached_tokens: AtomicU64::new(0),
+            draft_tokens: AtomicU64::new(0),
+            draft_accepted_tokens: AtomicU64::new(0),
             ttft: Histogram::new(TTFT),
             itl: Histogram::new(ITL),
             e2e: Histogram::new(E2E),
@@ -163,6 +167,16 @@ impl Metrics {
                 "superinfer_prompt_tokens_cached_total",
                 "Prompt tokens whose keys and values came from the prefix cache.",
                 &self.cached_tokens,
+            ),
+            (
+                "superinfer_spec_decode_draft_tokens_total",
+                "Tokens drafted by speculative decoding (prompt lookup) and verified.",
+                &self.draft_tokens,
+            ),
+            (
+                "superinfer_spec_decode_accepted_tokens_total",
+                "Drafted tokens the model accepted.",
+                &self.draft_accepted_tokens,
             ),
         ];
         for (name, help, v) in counters {

@@ -73,6 +73,8 @@ pub fn timings(generated: usize, c: &Completion) -> Value {
         "predicted_ms": ms(c.generate_time),
         "predicted_per_second": rate(generated.saturating_sub(1), c.generate_time),
         "queue_ms": ms(c.queue_time),
+        "draft_n": c.drafted_tokens,
+        "draft_n_accepted": c.accepted_tokens,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 use superinfer_runtime::core::sampler::SamplerConfig;
-use superinfer_runtime::scheduler::MAX_TOP_LOGPROBS;
+use superinfer_runtime::scheduler::{Lookup, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM, MAX_TOP_LOGPROBS};
 
 use crate::error::ApiError;
 
@@ -19,6 +19,11 @@ pub struct GenParams {
     pub ignore_eos: bool,
     /// Top alternatives per token, when log-probabilities are asked for.
     pub logprobs: Option<usize>,
+    /// Speculative decoding: `speculative` (false turns off the server's prompt lookup),
+    /// `lookup_ngram` (prompt lookup for this request; 0 = off) and `draft_max`.
+    pub speculative: Option<bool>,
+    pub lookup_ngram: Option<usize>,
+    pub draft_max: Option<usize>,
 }
 
 /// The most stop strings a request may give.
@@ -249,6 +254,13 @@ pub fn gen_params(body: &Map<String, Value>, chat: bool) -> Result<GenParams, Ap
         stop,
         ignore_eos: f.bool("ignore_eos")?.unwrap_or(false),
         logprobs,
+        speculative: f.bool("speculative")?,
+        lookup_ngram: f
+            .int("lookup_ngram", 0, MAX_LOOKUP_NGRAM as i64)?
+            .map(|n| n as usize),
+        draft_max: f
+            .int("draft_max", 1, MAX_DRAFT_TOKENS as i64)?
+            .map(|n| n as usize),
     })
 }
 
@@ -371,4 +383,26 @@ fn token_ids(ids: &[Value]) -> Option<Prompt> {
         .map(|v| v.as_u64().and_then(|x| u32::try_from(x).ok()))
         .collect::<Option<Vec<u32>>>()
         .map(Prompt::Tokens)
+}
+
+impl GenParams {
+    /// The request's prompt lookup: its own `lookup_ngram` (0: none), else the server's
+    /// default unless `speculative` is false; `draft_max` overrides the length either way.
+    pub fn lookup(&self, server: Option<Lookup>) -> Option<Lookup> {
+        if self.speculative == Some(false) {
+            return None;
+        }
+        let l = match self.lookup_ngram {
+            Some(0) => return None,
+            Some(ngram) => Lookup {
+                ngram,
+                draft_max: server.map_or(16, |s| s.draft_max),
+            },
+            None => server?,
+        };
+        Some(Lookup {
+            draft_max: self.draft_max.unwrap_or(l.draft_max),
+            ..l
+        })
+    }
 }

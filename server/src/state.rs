@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
-use superinfer_runtime::scheduler::Client;
+use superinfer_runtime::scheduler::{Client, Lookup};
 use superinfer_runtime::{Engine, EngineOptions, Scheduler, SchedulerOptions};
 use superinfer_template::{builtin_for, ChatTemplate};
 
@@ -26,6 +26,8 @@ pub struct AppState {
     pub alias: String,
     pub model_path: PathBuf,
     pub api_key: Option<String>,
+    /// Prompt lookup for requests that do not say otherwise (`--lookup-ngram`).
+    pub lookup: Option<Lookup>,
     pub metrics: Metrics,
     pub ready: OnceLock<Ready>,
     /// Unix time the server started (the `created` of its model).

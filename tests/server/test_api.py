@@ -361,3 +361,49 @@ def test_greedy_chat_equals_cli(server, props, model):
     cli = out.stdout.decode()
     assert cli.endswith("\n")  # `run` ends its output with a newline of its own
     assert answer == cli[:-1], f"server {answer!r}\n   cli {cli[:-1]!r}\n({out.stderr.decode()[-300:]})"
+
+
+# -- speculative decoding by prompt lookup -----------------------------------------------------
+
+EDIT_PROMPT = (
+    "def total(items):\n    result = 0\n    for item in items:\n        result += item.price\n"
+    "    return result\n\n# The same function, with the loop variable renamed to `entry`:\n"
+    "def total(items):\n"
+)
+
+
+def test_prompt_lookup_gives_the_same_answer(server, model):
+    """Per request: greedy output is the same with and without prompt lookup, the draft
+    counts reach `timings` and /metrics, and `speculative: false` turns it off."""
+    c = server.client()
+    before = server.metrics()
+    plain, _, _ = complete(c, model, prompt=EDIT_PROMPT, max_tokens=48, **GREEDY, **IGNORE_EOS)
+    r = server.post("/v1/completions", {"model": model, "prompt": EDIT_PROMPT, "max_tokens": 48,
+                                        "temperature": 0, "ignore_eos": True,
+                                        "lookup_ngram": 3, "draft_max": 8})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["choices"][0]["text"] == plain
+    t = body["timings"]
+    assert t["draft_n"] > 0, t
+    assert 0 <= t["draft_n_accepted"] <= t["draft_n"], t
+    off = server.post("/v1/completions", {"model": model, "prompt": EDIT_PROMPT, "max_tokens": 8,
+                                          "temperature": 0, "lookup_ngram": 3,
+                                          "speculative": False})
+    assert off.status_code == 200 and off.json()["timings"]["draft_n"] == 0, off.text
+    after = server.metrics()
+    drafted = (after.total("superinfer_spec_decode_draft_tokens_total")
+               - before.total("superinfer_spec_decode_draft_tokens_total"))
+    accepted = (after.total("superinfer_spec_decode_accepted_tokens_total")
+                - before.total("superinfer_spec_decode_accepted_tokens_total"))
+    assert drafted == t["draft_n"] and accepted == t["draft_n_accepted"], (drafted, accepted, t)
+
+
+@pytest.mark.parametrize("field,value", [("lookup_ngram", 17), ("lookup_ngram", -1),
+                                         ("draft_max", 0), ("draft_max", 65),
+                                         ("speculative", "yes")])
+def test_bad_lookup_settings_are_400(server, model, field, value):
+    r = server.post("/v1/completions", {"model": model, "prompt": "Hello", "max_tokens": 4,
+                                        field: value})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == field

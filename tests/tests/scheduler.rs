@@ -471,3 +471,71 @@ fn prefill_chunk_bounds_prompt_tokens_while_others_decode() {
     a.wait().unwrap();
     assert_eq!(sched.pool_stats().held, 0);
 }
+
+#[test]
+fn prompt_lookup_requests_give_what_each_gives_alone() {
+    use superinfer_runtime::scheduler::Lookup;
+    let e = engine();
+    // a budget of 10 tokens for 3 slots: drafts are cut to what the other decode tokens leave
+    let mut sched = Scheduler::new(&e, &options(3, 10)).unwrap();
+    // prompts that repeat themselves, so that lookup has something to draft
+    let prompts: Vec<Vec<u32>> = (0..5)
+        .map(|i| {
+            let p = prompt(i, 6 + i as usize);
+            p.iter().chain(&p).chain(&p[..3]).copied().collect()
+        })
+        .collect();
+    let handles: Vec<_> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut r = Request::greedy(p.clone(), 24);
+            // every other request plain: the two kinds share steps
+            r.lookup = (i % 2 == 0).then_some(Lookup {
+                ngram: 3,
+                draft_max: 8,
+            });
+            sched.submit(r).unwrap()
+        })
+        .collect();
+    while !sched.is_idle() {
+        let st = sched.step().unwrap();
+        assert!(
+            st.prompt_tokens + st.decode_tokens <= 10,
+            "the budget holds"
+        );
+    }
+    let (mut drafted, mut accepted) = (0, 0);
+    for (i, (p, h)) in prompts.iter().zip(handles).enumerate() {
+        let (ids, _, done) = h.wait().unwrap();
+        assert_eq!(ids, alone(&e, p, 24), "request {i}");
+        assert!(done.accepted_tokens <= done.drafted_tokens);
+        if i % 2 == 1 {
+            assert_eq!(done.drafted_tokens, 0, "request {i} did not ask for lookup");
+        }
+        drafted += done.drafted_tokens;
+        accepted += done.accepted_tokens;
+    }
+    eprintln!("prompt lookup: {drafted} tokens drafted, {accepted} accepted");
+    assert!(accepted > 0, "no drafted token was ever accepted");
+    assert!(
+        drafted > 0,
+        "lookup found nothing to draft in repeated prompts"
+    );
+    assert_eq!(sched.pool_stats().held, 0, "no block leaks");
+}
+
+#[test]
+fn bad_lookup_settings_are_refused() {
+    use superinfer_runtime::scheduler::Lookup;
+    let e = engine();
+    let sched = Scheduler::new(&e, &options(1, 8)).unwrap();
+    for (ngram, draft_max) in [(0, 8), (3, 0), (100, 8), (3, 100_000)] {
+        let mut r = Request::greedy(prompt(1, 8), 4);
+        r.lookup = Some(Lookup { ngram, draft_max });
+        assert!(
+            matches!(sched.submit(r), Err(RequestError::InvalidSampling(_))),
+            "ngram {ngram}, draft {draft_max}"
+        );
+    }
+}

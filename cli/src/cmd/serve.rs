@@ -1,5 +1,6 @@
 //! `superinfer serve`: the OpenAI-compatible server (see the superinfer-server crate).
 
+use superinfer_runtime::scheduler::{Lookup, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM};
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
 use superinfer_server::ServeOptions;
 
@@ -8,6 +9,18 @@ use crate::args::ServeArgs;
 pub fn run(a: &ServeArgs) -> Result<(), String> {
     if a.body_limit_mib == 0 {
         return Err("--body-limit-mib must be at least 1".into());
+    }
+    if a.lookup_ngram > MAX_LOOKUP_NGRAM {
+        return Err(format!(
+            "--lookup-ngram {} is above the most, {MAX_LOOKUP_NGRAM}",
+            a.lookup_ngram
+        ));
+    }
+    if a.lookup_ngram > 0 && !(1..=MAX_DRAFT_TOKENS).contains(&a.draft_max) {
+        return Err(format!(
+            "--draft-max must be between 1 and {MAX_DRAFT_TOKENS} (got {})",
+            a.draft_max
+        ));
     }
     let o = ServeOptions {
         model: a.model.model.clone(),
@@ -32,6 +45,10 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         alias: a.alias.clone(),
         chat_template: a.chat_template.clone(),
         body_limit: a.body_limit_mib << 20,
+        lookup: (a.lookup_ngram > 0).then_some(Lookup {
+            ngram: a.lookup_ngram,
+            draft_max: a.draft_max,
+        }),
     };
     superinfer_server::serve(o)
 }

@@ -136,6 +136,10 @@ impl Run {
             .fetch_add(c.cached_tokens as u64, Ordering::Relaxed);
         m.generation_tokens
             .fetch_add(self.generated as u64, Ordering::Relaxed);
+        m.draft_tokens
+            .fetch_add(c.drafted_tokens as u64, Ordering::Relaxed);
+        m.draft_accepted_tokens
+            .fetch_add(c.accepted_tokens as u64, Ordering::Relaxed);
     }
 
     async fn next(&mut self) -> Event {
@@ -154,6 +158,7 @@ async fn generate(
     t0: Instant,
 ) -> Result<Response, ApiError> {
     let ready = st.ready()?;
+    let lookup = p.lookup(st.lookup);
     let request = Request {
         prompt,
         // without a limit, generation ends at the end of the context
@@ -162,6 +167,7 @@ async fn generate(
         stop: p.stop,
         ignore_eos: p.ignore_eos,
         logprobs: p.logprobs,
+        lookup,
     };
     let prompt_tokens = request.prompt.len();
     let (tx, rx) = unbounded_channel();

@@ -1,18 +1,39 @@
-//! A request in a slot: its sequence, what of it is in the cache, its sampler, and the stop
-//! rules and text stream applied to each token it samples.
+//! A request in a slot: its sequence, what of it is in the cache, its sampler, its drafter
+//! when it decodes speculatively, and the stop rules and text stream applied to each token it
+//! samples.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use superinfer_core::generate::{Draft, Drafter};
 use superinfer_core::model::SeqId;
 use superinfer_core::sampler::Sampler;
+use superinfer_core::speculative::Verdict;
 use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
 
 use super::request::{
     Completion, Event, EventSink, RequestError, RequestId, Submission, TokenLogprob, TEXT_ONLY,
 };
 use crate::session::StopReason;
+use crate::speculative::LookupDrafter;
+
+/// A request's speculative decoding: its drafter, and the draft its current step verifies.
+struct Speculation {
+    drafter: LookupDrafter,
+    draft: Draft,
+    /// Rows of the current step's span seen so far (row `i < draft.len()` checks drafted
+    /// token `i`; the last one samples past a draft accepted whole).
+    row: usize,
+    /// The current step verifies a draft (set by `begin_verify`, cleared by `end_verify`).
+    verifying: bool,
+    /// The step's verdict is in (a refusal or the last row): later rows are ignored.
+    decided: bool,
+    /// Drafted tokens accepted this step.
+    accepted: usize,
+    drafted_total: usize,
+    accepted_total: usize,
+}
 
 pub(super) struct Active {
     pub id: RequestId,
@@ -43,6 +64,7 @@ pub(super) struct Active {
     first_token: Option<Instant>,
     /// Set when the request has ended (its blocks are freed after the step).
     pub ended: bool,
+    spec: Option<Speculation>,
 }
 
 impl Active {
@@ -71,6 +93,61 @@ impl Active {
             admitted: now,
             first_token: None,
             ended: false,
+            spec: r.lookup.map(|l| Speculation {
+                drafter: LookupDrafter::new(l.ngram, l.draft_max),
+                draft: Draft::default(),
+                row: 0,
+                verifying: false,
+                decided: false,
+                accepted: 0,
+                drafted_total: 0,
+                accepted_total: 0,
+            }),
+        }
+    }
+
+    /// Drafts up to `limit` tokens to verify with the pending token in the next step (none
+    /// without a drafter, or when lookup finds nothing); returns the draft.
+    pub fn draft(&mut self, limit: usize, n_ctx: usize) -> &[u32] {
+        let Some(s) = self.spec.as_mut() else {
+            return &[];
+        };
+        s.draft.clear();
+        // positions for the drafted tokens, and one token more than the draft can be emitted
+        let limit = limit
+            .min(n_ctx.saturating_sub(self.history.len()))
+            .min(self.max_tokens.saturating_sub(self.generated + 1));
+        if limit > 0 && s.drafter.draft(&self.history, limit, &mut s.draft).is_ok() {
+            s.draft.truncate(limit);
+        } else {
+            s.draft.clear();
+        }
+        &s.draft.tokens
+    }
+
+    /// The next step verifies the first `n` drafted tokens (`n` may be less than
+    /// [`Self::draft`] gave when the pool had no room for all of them).
+    pub fn begin_verify(&mut self, n: usize) {
+        if let Some(s) = self.spec.as_mut() {
+            s.draft.truncate(n);
+            s.row = 0;
+            s.accepted = 0;
+            s.verifying = true;
+            s.decided = false;
+            s.drafted_total += n;
+        }
+    }
+
+    /// After the step: how many of the step's tokens stay in the cache (the pending one and
+    /// the accepted drafted ones; 1 for a plain decode token).
+    pub fn end_verify(&mut self) -> usize {
+        match self.spec.as_mut() {
+            Some(s) if s.verifying => {
+                s.verifying = false;
+                s.accepted_total += s.accepted;
+                1 + s.accepted
+            }
+            _ => 1,
         }
     }
 
@@ -104,6 +181,20 @@ impl Active {
             // the prompt only (its keys and values stay cached for later requests)
             return self.finish(StopReason::Length);
         }
+        // a row of a speculative step checks its drafted token (or, the last, samples)
+        let drafted = match self.spec.as_mut() {
+            Some(s) if s.verifying => {
+                if s.decided {
+                    return;
+                }
+                let row = s.row;
+                s.row += 1;
+                let x = s.draft.tokens.get(row).copied();
+                s.decided = x.is_none();
+                x
+            }
+            _ => None,
+        };
         // the model's distribution, before the sampler's penalties and temperature (which
         // may change `logits` in place: the raw ones are kept in a buffer reused per token)
         let dist = self.logprobs.map(|n| {
@@ -111,7 +202,23 @@ impl Active {
             self.raw_logits.extend_from_slice(logits);
             log_softmax_top(logits, n)
         });
-        let id = self.sampler.sample(logits, &self.history);
+        let id = match drafted {
+            Some(x) => match self.sampler.verify(logits, &self.history, x, None) {
+                Verdict::Accept => {
+                    if let Some(s) = self.spec.as_mut() {
+                        s.accepted += 1;
+                    }
+                    x
+                }
+                Verdict::Reject(r) => {
+                    if let Some(s) = self.spec.as_mut() {
+                        s.decided = true;
+                    }
+                    r
+                }
+            },
+            None => self.sampler.sample(logits, &self.history),
+        };
         let logprob = dist.map(|(lse, top)| {
             Box::new(TokenLogprob {
                 logprob: self.raw_logits[id as usize] - lse,
@@ -191,6 +298,8 @@ impl Active {
             prompt_time: first.duration_since(self.admitted),
             generate_time: now.duration_since(first),
             queue_time: self.queue_time,
+            drafted_tokens: self.spec.as_ref().map_or(0, |s| s.drafted_total),
+            accepted_tokens: self.spec.as_ref().map_or(0, |s| s.accepted_total),
         }));
     }
 

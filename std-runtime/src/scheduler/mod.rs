@@ -36,8 +36,8 @@ use superinfer_core::sampler::Sampler;
 
 use self::active::Active;
 pub use self::request::{
-    Client, Completion, Event, EventSink, Handle, Request, RequestError, RequestId, Ticket,
-    TokenLogprob, MAX_TOP_LOGPROBS, TEXT_ONLY,
+    Client, Completion, Event, EventSink, Handle, Lookup, Request, RequestError, RequestId, Ticket,
+    TokenLogprob, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM, MAX_TOP_LOGPROBS, TEXT_ONLY,
 };
 use self::request::{Limits, Submission};
 use crate::engine::Engine;
@@ -83,6 +83,7 @@ impl Default for SchedulerOptions {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StepStats {
     pub prompt_tokens: usize,
+    /// Decode tokens, drafted tokens verified with them included.
     pub decode_tokens: usize,
     /// Requests running after the step.
     pub running: usize,
@@ -99,6 +100,8 @@ pub struct Scheduler<'e> {
     step: Step,
     /// Per entry of the step: the index in `active` of its request.
     owner: Vec<usize>,
+    /// A decode span being built (the pending token and its draft), reused.
+    span: Vec<u32>,
     rx: Receiver<Submission>,
     client: Client,
     queue: VecDeque<Submission>,
@@ -159,6 +162,7 @@ impl<'e> Scheduler<'e> {
             scratch: Scratch::new(UBATCH.min(o.n_batch)),
             step: Step::new(),
             owner: Vec::new(),
+            span: Vec::new(),
             rx,
             client,
             queue: VecDeque::new(),
@@ -298,7 +302,18 @@ impl<'e> Scheduler<'e> {
             match result {
                 Ok(()) => {
                     for sp in self.step.spans() {
-                        self.active[self.owner[sp.first]].fed += sp.n;
+                        let a = &mut self.active[self.owner[sp.first]];
+                        if a.prompt_left() > 0 {
+                            a.fed += sp.n;
+                            continue;
+                        }
+                        // a decode span: the pending token and the drafted tokens accepted
+                        // stay, the rest of the span is rolled back
+                        let keep = a.end_verify();
+                        a.fed += keep;
+                        if keep < sp.n {
+                            let _ = self.pool.truncate(a.seq, a.fed);
+                        }
                     }
                 }
                 // the step's requests end with the error; the others go on
@@ -389,18 +404,41 @@ impl<'e> Scheduler<'e> {
         self.owner.clear();
         let mut budget = self.n_batch;
         let mut decoded = 0;
+        let n_ctx = self.pool.n_ctx();
+        let mut left = self
+            .active
+            .iter()
+            .filter(|a| a.decode_token().is_some())
+            .count();
+        let mut span = std::mem::take(&mut self.span);
         for (i, a) in self.active.iter_mut().enumerate() {
             let Some(t) = a.decode_token() else { continue };
-            match self.pool.reserve(a.seq, 1) {
+            left -= 1;
+            // a request that decodes speculatively drafts into what of the budget the other
+            // decode tokens leave; without room in the pool for the draft it decodes plainly
+            span.clear();
+            span.push(t);
+            span.extend_from_slice(a.draft(budget.saturating_sub(left + 1), n_ctx));
+            if span.len() > 1 && self.pool.reserve(a.seq, span.len()).is_err() {
+                span.truncate(1);
+            }
+            match self.pool.reserve(a.seq, span.len()) {
                 Ok(()) => {
-                    self.step.add(a.seq, a.fed, &[t], Logits::Last);
-                    self.owner.push(i);
-                    budget -= 1;
-                    decoded += 1;
+                    let logits = if span.len() > 1 {
+                        Logits::From(0)
+                    } else {
+                        Logits::Last
+                    };
+                    a.begin_verify(span.len() - 1);
+                    self.step.add(a.seq, a.fed, &span, logits);
+                    self.owner.extend(std::iter::repeat_n(i, span.len()));
+                    budget -= span.len();
+                    decoded += span.len();
                 }
                 Err(e) => a.fail(pool_error(e)),
             }
         }
+        self.span = span;
         if decoded > 0 && self.prefill_chunk > 0 {
             budget = budget.min(self.prefill_chunk);
         }

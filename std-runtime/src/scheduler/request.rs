@@ -28,10 +28,26 @@ pub struct Request {
     /// Report each generated token's log-probability and this many most likely
     /// alternatives (at most [`MAX_TOP_LOGPROBS`]); `None`: no log-probabilities.
     pub logprobs: Option<usize>,
+    /// Speculative decoding by prompt lookup for this request (`None`: plain decoding).
+    pub lookup: Option<Lookup>,
+}
+
+/// Prompt lookup drafting (`LookupDrafter`): the request's text so far is searched for its
+/// last `ngram` (down to 2) tokens, and what followed is verified as a draft of up to
+/// `draft_max` tokens in the request's next step. The output is the same as without it
+/// (the same tokens for greedy sampling, the same distribution otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lookup {
+    pub ngram: usize,
+    pub draft_max: usize,
 }
 
 /// The most alternatives a request may ask log-probabilities of.
 pub const MAX_TOP_LOGPROBS: usize = 20;
+
+/// The longest n-gram prompt lookup matches, and the longest draft it may verify in a step.
+pub const MAX_LOOKUP_NGRAM: usize = 16;
+pub const MAX_DRAFT_TOKENS: usize = 64;
 
 impl Request {
     /// Greedy decoding of `prompt` for up to `max_tokens` tokens.
@@ -43,6 +59,7 @@ impl Request {
             stop: Vec::new(),
             ignore_eos: false,
             logprobs: None,
+            lookup: None,
         }
     }
 }
@@ -153,6 +170,9 @@ pub struct Completion {
     pub generate_time: Duration,
     /// From submission to admission.
     pub queue_time: Duration,
+    /// Speculative decoding: tokens drafted, and drafted tokens accepted (0 without).
+    pub drafted_tokens: usize,
+    pub accepted_tokens: usize,
 }
 
 /// The id of a [`Event::Token`] that carries only text held back until the end of a request
@@ -336,6 +356,16 @@ impl Client {
             .map_err(|e| RequestError::InvalidSampling(e.to_string()))?;
         if let Some(n) = request.logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
             return Err(RequestError::InvalidLogprobs(n));
+        }
+        if let Some(l) = request.lookup {
+            if !(1..=MAX_LOOKUP_NGRAM).contains(&l.ngram)
+                || !(1..=MAX_DRAFT_TOKENS).contains(&l.draft_max)
+            {
+                return Err(RequestError::InvalidSampling(format!(
+                    "prompt lookup needs an n-gram of 1 to {MAX_LOOKUP_NGRAM} tokens and drafts                      of 1 to {MAX_DRAFT_TOKENS} (got {} and {})",
+                    l.ngram, l.draft_max
+                )));
+            }
         }
         let queued = self.waiting.fetch_add(1, Ordering::AcqRel);
         if queued >= l.max_queue {
