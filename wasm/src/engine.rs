@@ -38,6 +38,8 @@ pub struct Engine {
     template: ChatTemplate,
     info: Value,
     gen: Option<Generation>,
+    /// The end-of-generation tokens, masked when a request sets `ignore_eos`.
+    eog: Vec<u32>,
 }
 
 /// The state of one `complete` / `chat` call.
@@ -52,6 +54,7 @@ struct Generation {
     stop: StopStrings,
     logits: Vec<f32>,
     done: bool,
+    ignore_eos: bool,
 }
 
 impl Engine {
@@ -124,7 +127,11 @@ impl Engine {
             "bos": tok.bos(),
             "eos": tok.eos(),
         });
+        let eog = (0..tok.vocab_size() as u32)
+            .filter(|&t| tok.is_eog(t))
+            .collect();
         Ok(Engine {
+            eog,
             ctx: ManuallyDrop::new(ctx),
             model,
             bytes,
@@ -188,7 +195,8 @@ impl Engine {
 
     /// Starts a generation. `req`: `prompt` (text) | `tokens` | `messages`, `max_tokens`,
     /// sampling (`temperature`, `top_k`, `top_p`, `min_p`, `repeat_penalty`,
-    /// `repeat_last_n`, `frequency_penalty`, `presence_penalty`, `seed`) and `stop`. The
+    /// `repeat_last_n`, `frequency_penalty`, `presence_penalty`, `seed`), `stop` and
+    /// `ignore_eos` (never sample an end-of-generation token, for benchmarks). The
     /// cache keeps the longest prefix this prompt shares with the previous conversation.
     pub fn begin(&mut self, req: &Value) -> Result<Value> {
         self.gen = None;
@@ -272,6 +280,7 @@ impl Engine {
             stop: StopStrings::new(stop),
             logits: Vec::new(),
             done: false,
+            ignore_eos: req.get("ignore_eos").and_then(Value::as_bool) == Some(true),
         });
         Ok(json!({ "prompt_tokens": n_prompt, "cached_tokens": keep }))
     }
@@ -305,6 +314,11 @@ impl Engine {
         }
         g.logits.clear();
         g.logits.extend_from_slice(self.ctx.logits());
+        if g.ignore_eos {
+            for &t in &self.eog {
+                g.logits[t as usize] = f32::NEG_INFINITY;
+            }
+        }
         let id = g.sampler.sample(&mut g.logits, self.ctx.tokens());
         if tok.is_eog(id) {
             g.done = true;

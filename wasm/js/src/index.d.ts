@@ -62,6 +62,8 @@ export interface GenerateOptions extends SamplingOptions {
   maxTokens?: number;
   /** Generation ends where one of these appears (it is not returned). */
   stop?: string | string[];
+  /** Never end at an end-of-generation token (its logits are masked), for benchmarks. */
+  ignoreEos?: boolean;
   /** Stops the generation within one token; the stream then ends with finish_reason "abort". */
   signal?: AbortSignal;
 }

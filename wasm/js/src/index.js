@@ -195,8 +195,8 @@ export class Engine {
   }
 
   _streamChecked(object, body, options) {
-    const { signal, maxTokens, max_tokens, stop, ...sampling } = options;
-    const request = { ...body, ...snake(sampling), max_tokens: maxTokens ?? max_tokens ?? -1, stop: stop ?? null };
+    const { signal, maxTokens, max_tokens, stop, ignoreEos, ...sampling } = options;
+    const request = { ...body, ...snake(sampling), max_tokens: maxTokens ?? max_tokens ?? -1, stop: stop ?? null, ignore_eos: !!ignoreEos };
     if (request.seed === undefined) request.seed = Math.floor(Math.random() * 2 ** 32);
     const engine = this;
     const id = `${object === 'text_completion' ? 'cmpl' : 'chatcmpl'}-${Date.now().toString(36)}${(counter++).toString(36)}`;

@@ -53,6 +53,11 @@ for (const name of Object.keys(MODELS)) {
         const t = last.timings;
         console.log(`${name} ${JSON.stringify(c.prompt.slice(0, 24))}: ${tokens.length} tokens, prompt ${t.prompt_per_second.toFixed(1)} t/s, decode ${t.predicted_per_second.toFixed(1)} t/s${tokens.map((x) => x.text).join('') === native ? ', identical to native' : ', parts from native at a near-tie'}`);
       }
+      // the peak: wasm memory never shrinks, so its size after generating is its peak
+      const { wasmBytes } = await engine.memory();
+      const info = engine.info();
+      const slack = wasmBytes - info.file_size - info.kv_cache_bytes;
+      assert.ok(slack <= 64 << 20, `peak wasm memory ${wasmBytes} exceeds file + KV cache by ${slack} bytes (> 64 MiB)`);
     });
 
     test('chat streams the assistant turn through the model\'s template', async () => {
