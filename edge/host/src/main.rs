@@ -3,32 +3,63 @@
 //! ```text
 //! superinfer-edge-host tiny-model --vocab-from QWEN.gguf [-o OUT.gguf] [--vocab N]
 //! superinfer-edge-host run -m MODEL.gguf [-p PROMPT] [-n N] [-c N_CTX]
+//! superinfer-edge-host plan -m MODEL.gguf [-c N_CTX]... [--cache f32|f16|q8_0]
 //! ```
 //!
 //! `tiny-model` writes the tiny model the firmware embeds (`tiny_model.rs`); `run` generates
 //! greedily through the same `superinfer_core::generate` path as the firmware, with the
 //! scalar kernels and one token per step, and prints the token ids in the firmware's format
-//! (`edge: prompt_ids ...`, `edge: generated_ids ...`) for `scripts/test-edge.sh` to compare.
+//! (`edge: prompt_ids ...`, `edge: generated_ids ...`) for `scripts/test-edge.sh` to compare;
+//! `plan` prints the RAM a firmware needs for a model at given context sizes (the
+//! `MemoryPlan` with one token per step, and the model's own tables as allocated here).
 
 mod tiny_model;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 
-use superinfer_core::generate::{Context, ContextOptions, Model};
+use superinfer_core::generate::{Context, ContextOptions, MemoryPlan, Model};
 use superinfer_core::kernels::Kernels;
+use superinfer_core::ops::attention::KvType;
 use superinfer_core::parallel::Sequential;
 use superinfer_core::sampler::{Sampler, SamplerConfig};
 
 const USAGE: &str = "usage:
   superinfer-edge-host tiny-model --vocab-from GGUF [-o OUT] [--vocab N]
-  superinfer-edge-host run -m MODEL [-p PROMPT] [-n N] [-c N_CTX]";
+  superinfer-edge-host run -m MODEL [-p PROMPT] [-n N] [-c N_CTX]
+  superinfer-edge-host plan -m MODEL [-c N_CTX]... [--cache f32|f16|q8_0]";
+
+/// The system allocator, counting the bytes in use (for `plan`'s model tables).
+struct Counting;
+
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        IN_USE.fetch_add(layout.size(), Relaxed);
+        // SAFETY: the caller's layout, forwarded.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        IN_USE.fetch_sub(layout.size(), Relaxed);
+        // SAFETY: the caller's pointer and layout, forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("tiny-model") => tiny(&args[1..]),
         Some("run") => run(&args[1..]),
+        Some("plan") => plan(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -152,5 +183,58 @@ fn run(args: &[String]) -> Result<(), String> {
     println!("edge: prompt_ids {}", list(&ids));
     println!("edge: generated_ids {}", list(&generated));
     println!("edge: stop {:?}", out.stop);
+    Ok(())
+}
+
+fn plan(args: &[String]) -> Result<(), String> {
+    let (mut path, mut ctxs, mut cache) = (None, Vec::new(), KvType::F16);
+    for (f, v) in flags(args, &["-m", "-c", "--cache"])? {
+        match f {
+            "-m" => path = Some(v.to_string()),
+            "-c" => ctxs.push(number(f, v)?),
+            _ => {
+                cache = match v {
+                    "f32" => KvType::F32,
+                    "f16" => KvType::F16,
+                    "q8_0" => KvType::Q8_0,
+                    _ => return Err(format!("--cache takes f32, f16 or q8_0, not '{v}'")),
+                }
+            }
+        }
+    }
+    let path = path.ok_or("plan needs -m MODEL")?;
+    if ctxs.is_empty() {
+        ctxs = vec![64, 256, 1024];
+    }
+    let file = AlignedFile::read(&path)?;
+    let before = IN_USE.load(Relaxed);
+    let model =
+        Model::from_gguf(file.bytes(), Kernels::scalar()).map_err(|e| format!("{path}: {e}"))?;
+    let tables = IN_USE.load(Relaxed) - before;
+    println!(
+        "{path}: {} bytes of weights and metadata (flash, or memory a loader fills); model tables {tables} bytes (tokenizer, tensor views: allocated at load)",
+        file.len
+    );
+    println!("n_ctx\tkv cache\tscratch\tlogits\ttokens\tbookkeeping\tcontext total\twith the model tables");
+    for n_ctx in ctxs {
+        let opts = ContextOptions {
+            n_ctx,
+            n_batch: 1,
+            k_type: cache,
+            v_type: cache,
+        };
+        let p = MemoryPlan::new(&model, &opts).map_err(|e| e.to_string())?;
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            p.n_ctx,
+            p.kv_cache,
+            p.scratch,
+            p.logits,
+            p.tokens,
+            p.bookkeeping,
+            p.total(),
+            p.total() + tables
+        );
+    }
     Ok(())
 }

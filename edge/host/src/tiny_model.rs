@@ -52,6 +52,28 @@ impl Rng {
     }
 }
 
+/// GPT-2's byte → printable character mapping (how a byte-level BPE vocabulary spells bytes).
+fn byte_char(b: u8) -> char {
+    let printable = |b: u8| {
+        (b'!'..=b'~').contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
+    };
+    if printable(b) {
+        return char::from(b);
+    }
+    let rank = (0..b).filter(|&x| !printable(x)).count() as u32;
+    char::from_u32(256 + rank).expect("256 + rank < 0xD800")
+}
+
+/// Whether a byte-level BPE token's text is whole UTF-8 characters (not a lone lead or
+/// continuation byte).
+fn is_whole_text(token: &str) -> bool {
+    let bytes: Option<Vec<u8>> = token
+        .chars()
+        .map(|c| (0..=255u8).find(|&b| byte_char(b) == c))
+        .collect();
+    bytes.is_some_and(|b| core::str::from_utf8(&b).is_ok())
+}
+
 /// The vocabulary taken from `src`: tokens, token types and merges.
 struct Vocab {
     tokens: Vec<String>,
@@ -124,6 +146,9 @@ pub fn build(src: &[u8], s: &Shape) -> Result<Vec<u8>, String> {
         .map_err(|e| e.to_string())?
         .unwrap_or("default");
     let n_vocab = v.tokens.len();
+    // the output rows of tokens that are not whole characters are zero, so greedy text
+    // rarely stops mid-character (random weights would otherwise pick lone bytes often)
+    let whole: Vec<bool> = v.tokens.iter().map(|t| is_whole_text(t)).collect();
     let head_dim = s.n_embd / s.n_head;
     let mut w = GgufWriter::new();
     let k = |key: &str| format!("llama.{key}");
@@ -155,7 +180,12 @@ pub fn build(src: &[u8], s: &Shape) -> Result<Vec<u8>, String> {
     let mut rng = Rng::new(s.seed);
     let mut matrix = |w: &mut GgufWriter, name: &str, rows: usize, cols: usize| {
         let scale = 1.7 / (cols as f32).sqrt();
-        let vals: Vec<f32> = (0..rows * cols).map(|_| rng.uniform() * scale).collect();
+        let mut vals: Vec<f32> = (0..rows * cols).map(|_| rng.uniform() * scale).collect();
+        if name == "output.weight" {
+            for (row, _) in whole.iter().enumerate().filter(|(_, &w)| !w) {
+                vals[row * cols..(row + 1) * cols].fill(0.0);
+            }
+        }
         let ty = GgmlType::Q8_0;
         let row_bytes = ty.bytes_for(cols as u64).unwrap() as usize;
         let mut data = vec![0u8; row_bytes * rows];
