@@ -4,13 +4,13 @@
 //! the decoding is most of the work. Here each group runs against tiles of up to four tokens
 //! with every block taken apart in registers once per tile, by the matrix × vector kernels'
 //! block functions (`avx512_gemv`, `vpdpbusd` on 256-bit vectors) through AVX2's tile loop
-//! (`avx2_x8::gemm_group`); the k-quants run AVX2's batch kernels, which work the same way.
-//! The integer sums and the float accumulation are the other kernels', so the results are
+//! (`avx2_x8::gemm_group`); the k-quants run `avx512_few_k`'s 8-token tiles, which work the
+//! same way. The integer sums and the float accumulation are the other kernels', so the results are
 //! the same bits (asserted by the interleaved parity tests, which cover both sides of
-//! [`FEW_TOKENS`]).
+//! [`FEW_TOKENS`] and [`FEW_KQUANT_TOKENS`]).
 
 use super::avx2_x8::{gemm_group, tiles_of, SUMS};
-use super::avx2_x8_k;
+use super::avx512_few_k;
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
@@ -25,8 +25,8 @@ use crate::quant::legacy::{BlockQ8_0, QK};
 /// n = 16 wide 177, these 145).
 pub(super) const FEW_TOKENS: usize = 11;
 
-/// The same for the k-quants.
-pub(super) const FEW_KQUANT_TOKENS: usize = 4;
+/// The same for the k-quants (`avx512_few_k`, eight tokens a tile).
+pub(super) const FEW_KQUANT_TOKENS: usize = 16;
 
 /// Tokens per tile: 32 vector registers hold eight tokens' two sum chains and eight float
 /// sums (AVX2's sixteen hold four).
@@ -118,31 +118,34 @@ few_legacy!(
     q5_0::GROUP_BLOCK
 );
 
-/// A k-quant batch kernel through AVX2's (`kernel`, one group at a time), group by group.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn few_kquant(
-    cols: usize,
-    w: &[u8],
-    acts: BatchRows<'_>,
-    out: &mut [[f32; ROWS]],
-    group_block: usize,
-    kernel: unsafe fn(usize, &[u8], BatchRows<'_>, &mut [[f32; ROWS]]),
-) {
-    per_group(w, cols / QK_K * group_block, acts.len(), out, |w, out| {
-        // SAFETY: this function's features include the AVX2 kernel's.
-        unsafe { kernel(cols, w, acts, out) }
-    });
-}
-
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(super) fn gemm_few_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    few_kquant(cols, w, acts, out, q4_k::GROUP_BLOCK, avx2_x8_k::gemm_q4_k);
+    per_group(
+        w,
+        cols / QK_K * q4_k::GROUP_BLOCK,
+        acts.len(),
+        out,
+        |w, out| {
+            tiles_of(FEW_TILE, acts, out, |a, o| {
+                avx512_few_k::q4_k_group(cols, w, a, o)
+            })
+        },
+    );
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(super) fn gemm_few_q6_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    few_kquant(cols, w, acts, out, q6_k::GROUP_BLOCK, avx2_x8_k::gemm_q6_k);
+    per_group(
+        w,
+        cols / QK_K * q6_k::GROUP_BLOCK,
+        acts.len(),
+        out,
+        |w, out| {
+            tiles_of(FEW_TILE, acts, out, |a, o| {
+                avx512_few_k::q6_k_group(cols, w, a, o)
+            })
+        },
+    );
 }
 
 /// `avx512_gemv::q8_0_block` with one chain of sums per token (the matrix × vector kernel
