@@ -17,8 +17,9 @@
 #    generated token;
 # 5. runs Gemma-3-270M Q4_K_M on riscv32 (virt -m 512M, the file placed in RAM by QEMU's
 #    -device loader) and checks its token ids and text the same way;
-# 6. embeds a model with a flipped magic (Cortex-M) and a truncated one (RISC-V): each must
-#    print a clear error over semihosting and exit non-zero.
+# 6. bad arguments (a context over the trained one, an unknown flag), then a model with a
+#    flipped magic (Cortex-M) and a truncated one (RISC-V) embedded: each must print a clear
+#    error over semihosting and exit non-zero.
 # Prints per target: firmware size without the model (text + rodata), heap high-water mark,
 # allocations per generated token and instructions per token (QEMU -icount; a regression
 # figure, not a speed claim). Exits non-zero on any mismatch.
@@ -183,6 +184,24 @@ run_timed "$out/rv-gemma.txt" "${qemu_rv[@]}" -kernel "$out/edge-riscv.elf" \
 check "riscv gemma" "$out/rv-gemma.txt" "$out/host-gemma.txt" "$out/cli-gemma.txt" no
 summarize "rv32imac gemma-3-270m" "$out/rv-gemma.txt" "$out/edge-riscv.elf" "$model_bytes"
 
+echo "== bad arguments: a clear error and a non-zero exit"
+expect_fail() { # LABEL LOG PATTERN CMD...
+    local label=$1 log=$2 pattern=$3 status=0
+    shift 3
+    timeout 120 "$@" >"$log" 2>&1 || status=$?
+    if [ "$status" -eq 0 ] || [ "$status" -eq 124 ]; then
+        fail "$label: exit $status (want a non-zero exit, not a hang)"
+    elif ! grep -q "^edge: error: .*$pattern" "$log"; then
+        fail "$label: no clear error: $(cat "$log")"
+    else
+        echo "   $label: exit $status: $(grep '^edge: error' "$log")"
+    fi
+}
+expect_fail "riscv context over the trained one" "$out/rv-ctx.txt" "exceeds the model's trained context" \
+    "${qemu_rv[@]}" -kernel "$out/edge-riscv.elf" -append "-c 4096 -p hi"
+expect_fail "cortex-m unknown argument" "$out/arm-arg.txt" "unknown argument '--tokens'" \
+    "${qemu_arm[@]}" -kernel "$out/edge-cortex-m.elf" -append "--tokens 3"
+
 echo "== corrupt embedded models: a clear error and a non-zero exit"
 python3 - "$tiny" "$out/bad-magic.gguf" "$out/truncated.gguf" <<'EOF'
 import sys
@@ -192,21 +211,11 @@ open(sys.argv[3], "wb").write(data[: len(data) // 2])  # cut in the middle of th
 EOF
 build_firmware cortex-m "$out/bad-magic.gguf"
 build_firmware riscv "$out/truncated.gguf"
-expect_error() { # LABEL LOG PATTERN CMD...
-    local label=$1 log=$2 pattern=$3 status=0
-    shift 3
-    timeout 120 "$@" >"$log" 2>&1 || status=$?
-    if [ "$status" -eq 0 ] || [ "$status" -eq 124 ]; then
-        fail "$label: exit $status (want a non-zero exit, not a hang)"
-    elif ! grep -q "^edge: error: cannot load the embedded model: .*$pattern" "$log"; then
-        fail "$label: no clear error: $(cat "$log")"
-    else
-        echo "   $label: exit $status: $(grep '^edge: error' "$log")"
-    fi
-}
-expect_error "cortex-m flipped magic" "$out/arm-bad.txt" "magic" \
-    "${qemu_arm[@]}" -kernel "$fw_arm"
-expect_error "riscv truncated" "$out/rv-bad.txt" "" "${qemu_rv[@]}" -kernel "$fw_rv"
+expect_fail "cortex-m flipped magic" "$out/arm-bad.txt" \
+    "cannot load the embedded model: not a GGUF file" "${qemu_arm[@]}" -kernel "$fw_arm"
+expect_fail "riscv truncated" "$out/rv-bad.txt" \
+    "cannot load the embedded model: corrupt GGUF: .* lies outside the file" \
+    "${qemu_rv[@]}" -kernel "$fw_rv"
 
 echo
 echo "== figures (QEMU 7.2 TCG with -icount shift=0: instructions, not time)"
