@@ -51,8 +51,9 @@ async function openDemo(ctx, origin) {
   return { page, errors };
 }
 
-async function loadModel(page) {
-  await page.click('#load');
+async function loadModel(page, file) {
+  if (file) await page.setInputFiles('#file', file);
+  else await page.click('#load');
   await page.waitForFunction(() => ['Ready', 'error'].includes(document.body.dataset.status), null, { timeout: 180_000 });
   const status = await page.textContent('#status');
   assert.equal(await page.evaluate(() => document.body.dataset.status), 'Ready', status);
@@ -103,10 +104,12 @@ test('the demo loads a model, streams a reply, stops on the button, and caches t
   assert.deepEqual(errors, []);
 });
 
-test('without COOP/COEP the page is not isolated and runs one thread', { timeout: 300_000 }, async () => {
+test('without COOP/COEP the page is not isolated and runs one thread; a local File loads', { timeout: 300_000 }, async () => {
   const origin = await serve(['--no-isolation']);
   const { page, errors } = await openDemo(ctx, origin);
-  const { info } = await loadModel(page);
+  const { status, info } = await loadModel(page, env('SUPERINFER_GEMMA'));
+  console.log(status);
+  assert.equal(info.architecture, 'gemma3');
   assert.equal(info.cross_origin_isolated, false);
   assert.equal(info.threads, 1);
   assert.deepEqual(errors, []);
