@@ -23,7 +23,8 @@ pub fn probe(
     kernels: &Kernels,
     opts: &ContextOptions,
 ) -> Result<Option<serde_json::Value>> {
-    let complete = loaded >= bytes.len();
+    let loaded = loaded.min(bytes.len());
+    let complete = loaded == bytes.len();
     if loaded >= 4 {
         let magic = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
         if magic != MAGIC {
@@ -39,7 +40,14 @@ pub fn probe(
             return Err(e.into())
         }
         Err(e) if complete => return Err(e.into()),
-        Err(_) => return Ok(None),
+        // The header may simply not be all here yet; but an error the bytes received so far
+        // show on their own (a tensor type id no one knows, a duplicate key...) is final.
+        Err(_) => {
+            return match GgufFile::parse(&bytes[..loaded]) {
+                Err(e) if !depends_on_length(&e) => Err(e.into()),
+                _ => Ok(None),
+            }
+        }
     };
     let arch = file
         .get_str(keys::GENERAL_ARCHITECTURE)
@@ -79,6 +87,16 @@ pub fn probe(
         "context_bytes": plan.total(),
         "n_ctx_train": model.config().n_ctx_train,
     })))
+}
+
+/// Errors a longer input could avoid (parsing a prefix of the file fails with these while the
+/// header is incomplete).
+fn depends_on_length(e: &superinfer_core::Error) -> bool {
+    use superinfer_core::Error::*;
+    matches!(
+        e,
+        Truncated { .. } | Absurd { .. } | TensorOutOfBounds { .. }
+    )
 }
 
 /// The error for a file whose size alone is over the limit (checked before anything is

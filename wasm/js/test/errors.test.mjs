@@ -49,6 +49,17 @@ before(async () => {
       const s = createReadStream(gemma(), { end: (32 << 20) - 1 });
       s.pipe(res, { end: false });
       s.on('end', () => setTimeout(() => res.destroy(), 50));
+    } else if (req.url === '/badtype.gguf') {
+      // the whole file, with an unknown type id in its tensor directory; counts what it sends
+      res.writeHead(200, { 'content-length': size });
+      const first = patchedType(head(gemma(), 16 << 20));
+      sent.badtype = 0;
+      const rest = createReadStream(gemma(), { start: first.length });
+      res.write(first);
+      sent.badtype += first.length;
+      rest.on('data', (d) => { sent.badtype += d.length; if (!res.write(d)) { rest.pause(); res.once('drain', () => rest.resume()); } });
+      rest.on('end', () => res.end());
+      res.on('close', () => rest.destroy());
     } else if (req.url === '/huge.gguf') {
       // 5 GB announced; counts what it manages to send before the client hangs up
       res.writeHead(200, { 'content-length': 5_000_000_000 });
@@ -95,14 +106,21 @@ test('an unknown architecture is refused from the header', async () => {
   await refuses(ggufWithMetadata({ 'general.architecture': 'mamba' }), 'unsupported_model', /mamba/);
 });
 
-test('an unknown tensor type is refused from the header', async () => {
-  const b = head(gemma(), 16 << 20);
-  // the tensor directory entry of token_embd.weight: name, n_dims (u32), dims (u64 each), type (u32)
+/** `b` (the start of the Gemma file) with type id 77 for token_embd.weight. */
+function patchedType(b) {
+  // the tensor directory entry: name, n_dims (u32), dims (u64 each), type (u32)
   const name = Buffer.from('token_embd.weight');
   const at = b.indexOf(name) + name.length;
   const nDims = b.readUInt32LE(at);
   b.writeUInt32LE(77, at + 4 + 8 * nDims);
-  await refuses(b, 'unsupported_tensor_type', /token_embd\.weight/);
+  return b;
+}
+
+test('an unknown tensor type is refused from the header, before the rest downloads', async () => {
+  await refuses(patchedType(head(gemma(), 16 << 20)), 'unsupported_tensor_type', /token_embd\.weight/);
+  await refuses(`${base}/badtype.gguf`, 'unsupported_tensor_type', /token_embd\.weight/);
+  assert.ok(sent.badtype < 64 << 20, `${sent.badtype} of ${statSync(gemma()).size} bytes were sent before the refusal`);
+  console.log(`unknown tensor type refused after ${sent.badtype} bytes were sent`);
 });
 
 test('a file too large for wasm32 is refused before its body is downloaded', async () => {
