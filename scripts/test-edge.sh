@@ -124,7 +124,12 @@ check() {
     firmware_text "$log" >"$log.text"
     same_text "$log.text" "$cli_text" ||
         fail "$label: text differs from superinfer run --isa scalar: '$(cat "$log.text")' vs '$(cat "$cli_text")'"
-    local after over
+    local after over counted
+    # the instruction counter against a 2,000,000-instruction loop (SysTick ticks are 40)
+    counted=$(sed -n 's/^edge: counter check: a 2000000-instruction loop counted as \([0-9]*\)$/\1/p' "$log")
+    if [ -z "$counted" ] || [ $((counted - 2000000)) -lt -64 ] || [ $((counted - 2000000)) -gt 64 ]; then
+        fail "$label: the instruction counter is off: a 2000000-instruction loop counted as ${counted:-?}"
+    fi
     after=$(sed -n 's/^edge: allocations: .*, \([0-9]*\) in the [0-9]* tokens after it$/\1/p' "$log")
     [ "$after" = 0 ] || fail "$label: ${after:-?} allocations after the first generated token (want 0)"
     over=$(sed -n 's/^edge: heap high-water .* + \(-\{0,1\}[0-9]*\) bytes$/\1/p' "$log")

@@ -26,6 +26,8 @@ static WRAPS: AtomicU32 = AtomicU32::new(0);
 /// implement the DWT cycle counter: it reads 0.)
 const INSTRUCTIONS_PER_TICK: u64 = 40;
 const PERIOD: u32 = 1 << 24;
+/// Iterations of the loop that checks the counter at start-up.
+const CHECK_LOOPS: u32 = 1_000_000;
 
 #[exception]
 fn SysTick() {
@@ -66,6 +68,19 @@ fn main() -> ! {
     cp.SYST.clear_current();
     cp.SYST.enable_interrupt();
     cp.SYST.enable_counter();
+    // the counter reads 0 until its first reload (one tick later): wait for it, so the count
+    // starts at 0 instead of a whole period
+    while SYST::get_current() == 0 {}
+
+    // the counter against a loop of a known length (2 instructions per iteration)
+    let t0 = instructions();
+    // SAFETY: a countdown in one register, nothing else touched
+    unsafe { core::arch::asm!("2:", "subs {0}, #1", "bne 2b", inout(reg) CHECK_LOOPS => _) };
+    let counted = instructions() - t0;
+    semihosting::println!(
+        "edge: counter check: a {}-instruction loop counted as {counted}",
+        2 * CHECK_LOOPS
+    );
 
     let code = superinfer_edge::run::main(&Platform {
         name: "cortex-m4f mps2-an386",

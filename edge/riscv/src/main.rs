@@ -19,6 +19,9 @@ static MODEL: &[u8] = include_model!(env!("EDGE_MODEL_PATH"));
 /// The upper 256 MiB of `-m 512M`, past everything memory.x gives the firmware.
 const LOAD_REGION: (usize, usize) = (0x9000_0000, 256 << 20);
 
+/// Iterations of the loop that checks the counter at start-up.
+const CHECK_LOOPS: u32 = 1_000_000;
+
 /// `minstret`: under `-icount`, QEMU's instruction count.
 fn instructions() -> u64 {
     riscv::register::minstret::read64()
@@ -38,6 +41,18 @@ fn main() -> ! {
         let end = core::ptr::addr_of!(__eheap) as usize;
         HEAP.init(start, end - start);
     }
+    // the counter against a loop of a known length (2 instructions per iteration)
+    let t0 = instructions();
+    // SAFETY: a countdown in one register, nothing else touched
+    unsafe {
+        core::arch::asm!("2:", "addi {0}, {0}, -1", "bnez {0}, 2b", inout(reg) CHECK_LOOPS => _)
+    };
+    let counted = instructions() - t0;
+    semihosting::println!(
+        "edge: counter check: a {}-instruction loop counted as {counted}",
+        2 * CHECK_LOOPS
+    );
+
     let code = superinfer_edge::run::main(&Platform {
         name: "rv32imac virt",
         heap: &HEAP,
