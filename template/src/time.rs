@@ -1,6 +1,7 @@
 //! `strftime_now(format)`: the current UTC time formatted as Python's `strftime` does, for
 //! templates that put today's date in the system prompt (Llama 3.x).
 
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::{Error, ErrorKind};
@@ -30,11 +31,26 @@ const DAYS: [&str; 7] = [
 ];
 
 pub fn strftime_now(format: String) -> Result<String, Error> {
-    let secs = SystemTime::now()
+    strftime(now()?, &format)
+}
+
+/// Seconds since the Unix epoch.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+fn now() -> Result<u64, Error> {
+    Ok(SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
-        .unwrap_or(0);
-    strftime(secs, &format)
+        .unwrap_or(0))
+}
+
+/// wasm32-unknown-unknown has no clock (`SystemTime::now` would trap): a template that asks
+/// for the date gets an error instead.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn now() -> Result<u64, Error> {
+    Err(Error::new(
+        ErrorKind::InvalidOperation,
+        "strftime_now: this build (wasm32-unknown-unknown) has no clock",
+    ))
 }
 
 /// Days since 1970-01-01 to (year, month 1-12, day 1-31) (Howard Hinnant's algorithm).

@@ -151,6 +151,7 @@ unsafe fn tile<const T: usize>(
     );
     let ys: [&[BlockQ8K]; T] = arr(|t| &q8_k::blocks(acts.bytes(t))[..nb]);
     let mut acc = [_mm256_setzero_ps(); T];
+    #[allow(clippy::needless_range_loop)] // super-block b of every token
     for b in 0..nb {
         // SAFETY: super-block b of the group (asserted above).
         let p = unsafe { w.as_ptr().add(b * group_block) };
