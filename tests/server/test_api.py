@@ -377,7 +377,8 @@ def test_prompt_lookup_gives_the_same_answer(server, model):
     counts reach `timings` and /metrics, and `speculative: false` turns it off."""
     c = server.client()
     before = server.metrics()
-    plain, _, _ = complete(c, model, prompt=EDIT_PROMPT, max_tokens=48, **GREEDY, **IGNORE_EOS)
+    plain, _, _ = complete(c, model, prompt=EDIT_PROMPT, max_tokens=48, extra_body=IGNORE_EOS,
+                           **GREEDY)
     r = server.post("/v1/completions", {"model": model, "prompt": EDIT_PROMPT, "max_tokens": 48,
                                         "temperature": 0, "ignore_eos": True,
                                         "lookup_ngram": 3, "draft_max": 8})
