@@ -16,7 +16,12 @@ both acceptance rates (accepted / drafted). llama.cpp from benches/build-llama-c
 
     benches/spec.py [--target qwen2.5-1.5b] [--draft qwen2.5-0.5b] [--threads 2] [-n 256]
                     [--rounds 3] [--kinds edit,complete,summary] [--draft-max 16]
-                    [--llama-draft-max 16] [--lookup-ngram 3] [--no-build] [--json-out FILE]
+                    [--llama-draft-max 16] [--lookup-ngram 3] [--draft-format Q4_0]
+                    [--no-build] [--json-out FILE]
+
+`--draft-format Q4_0` drafts with a copy of the draft model requantized by llama-quantize
+(cached under ~/.cache/superinfer/models/derived), for both engines: a draft that reads fewer
+bytes per token drafts faster.
 """
 import argparse
 import json
@@ -46,6 +51,19 @@ def log(*a):
 def model_path(name):
     out, _ = sh([ROOT / "scripts" / "fetch-models.sh", "--path", name])
     return out.strip().splitlines()[-1]
+
+
+def requantized(bin_dir, name, path, fmt):
+    """A copy of the model at `path` in `fmt`, made once by llama-quantize."""
+    dst = CACHE / "models" / "derived" / f"{name}-{fmt}.gguf"
+    if not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        log(f"quantizing {name} to {fmt}")
+        tmp = dst.with_suffix(".tmp")
+        subprocess.run([str(bin_dir / "llama-quantize"), "--allow-requantize", path, str(tmp), fmt],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        tmp.rename(dst)
+    return dst
 
 
 def ours(exe, target, draft, prompt, a):
@@ -92,6 +110,8 @@ def main():
     ap.add_argument("--llama-draft-max", type=int, default=16)
     ap.add_argument("--p-min", type=float, default=0.75)
     ap.add_argument("--lookup-ngram", type=int, default=3)
+    ap.add_argument("--draft-format", default="shipped",
+                    help="a llama-quantize type (Q4_0, Q8_0, ...) for the draft, or 'shipped'")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--json-out", default=str(CACHE / "spec-last.json"))
     a = ap.parse_args()
@@ -101,6 +121,8 @@ def main():
     exe = ROOT / "target" / "release" / "superinfer"
     bin_dir = Path(sh([ROOT / "benches" / "build-llama-cpp.sh"])[0].strip().splitlines()[-1])
     target, draft = model_path(a.target), model_path(a.draft)
+    if a.draft_format != "shipped":
+        draft = str(requantized(bin_dir, a.draft, draft, a.draft_format))
     kinds = a.kinds.split(",")
     prompts = sorted(p for p in PROMPTS.glob("*.txt") if p.name.split("-")[0] in kinds)
     results = {p.name: {"ours": [], "llama": []} for p in prompts}
