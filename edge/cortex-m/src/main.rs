@@ -1,6 +1,6 @@
 //! superinfer on a Cortex-M4F: QEMU's mps2-an386 (see memory.x for the memory map).
 //!
-//! Runs the tiny model compiled in (`EDGE_MODEL`, see build.rs) greedily and streams its
+//! Runs the tiny model compiled in (`EDGE_MODEL`, see ../support/firmware-build.rs) greedily and streams its
 //! tokens over semihosting; exits with 0, or non-zero after printing the error.
 #![no_std]
 #![no_main]

@@ -1,6 +1,6 @@
 //! superinfer on RV32IMAC: QEMU's virt machine with `-m 512M` (see memory.x).
 //!
-//! Runs the tiny model compiled in (`EDGE_MODEL`, see build.rs), or with `--model-at
+//! Runs the tiny model compiled in (`EDGE_MODEL`, see ../support/firmware-build.rs), or with `--model-at
 //! 0x90000000 --model-len BYTES` a model QEMU's `-device loader` placed there, greedily,
 //! and streams its tokens over semihosting; exits with 0, or non-zero after printing the
 //! error.

@@ -1,19 +1,22 @@
-//! Puts memory.x where the linker finds it, and picks the model to embed: `EDGE_MODEL` (a
-//! GGUF path), by default the tiny model `scripts/test-edge.sh` writes to
+//! The build script of every firmware crate (`build = "../support/firmware-build.rs"`): puts
+//! the crate's memory.x where the linker finds it, and picks the model to embed:
+//! `EDGE_MODEL` (a GGUF path), by default the tiny model `scripts/test-edge.sh` writes to
 //! `edge/target/tiny-model/tiny.gguf`.
 use std::path::PathBuf;
 use std::{env, fs};
 
 fn main() {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    fs::write(out.join("memory.x"), include_bytes!("memory.x")).unwrap();
+    let memory = manifest.join("memory.x");
+    fs::copy(&memory, out.join("memory.x"))
+        .unwrap_or_else(|e| panic!("cannot copy {}: {e}", memory.display()));
     println!("cargo:rustc-link-search={}", out.display());
     // the runtime crate's linker script (it includes memory.x)
     println!("cargo:rustc-link-arg-bins=-Tlink.x");
     println!("cargo:rerun-if-changed=memory.x");
-    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=../support/firmware-build.rs");
 
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let default = manifest.join("../target/tiny-model/tiny.gguf");
     println!("cargo:rerun-if-env-changed=EDGE_MODEL");
     let model = env::var_os("EDGE_MODEL").map_or(default, PathBuf::from);
