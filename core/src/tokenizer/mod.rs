@@ -280,8 +280,9 @@ impl Tokenizer {
 
     /// Bytes of the longest piece a token decodes to (control tokens' text included).
     pub fn max_piece_len(&self) -> usize {
-        (0..self.vocab_size() as u32)
-            .map(|id| self.token_to_piece(id, true).len())
+        self.piece_spans
+            .iter()
+            .map(|&(_, len)| len as usize)
             .max()
             .unwrap_or(0)
     }
