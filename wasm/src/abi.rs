@@ -3,7 +3,8 @@
 //! and leaves `{code, message}` as the result; the result of the last call is read with
 //! `si_result_ptr` / `si_result_len` (valid until the next call).
 //!
-//! One engine per instance (one per worker); the instance is single-threaded.
+//! One engine per instance (one per worker). In the threaded build the engine's worker is
+//! thread 0 and the only one that calls these; helpers only run `threads.rs`'s loop.
 
 use std::cell::RefCell;
 
@@ -186,7 +187,7 @@ pub unsafe extern "C" fn si_model_load(opts_ptr: *const u8, opts_len: usize) -> 
             .buffer
             .take()
             .ok_or_else(|| Failure::new("invalid_argument", "no model buffer (si_model_alloc)"))?;
-        let e = Engine::load(b, kernels(), &opts)?;
+        let e = Engine::load(b, kernels(), crate::threads::parallel(), &opts)?;
         let info = e.info().to_string();
         s.engine = Some(e);
         Ok(info)

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use superinfer_core::generate::{Context, ContextOptions, Model};
 use superinfer_core::gguf::{keys, GgufFile};
 use superinfer_core::kernels::Kernels;
-use superinfer_core::parallel::{Parallel, Sequential};
+use superinfer_core::parallel::Parallel;
 use superinfer_core::sampler::{Sampler, SamplerConfig};
 use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
 use superinfer_template::{builtin_for, ChatTemplate};
@@ -17,8 +17,6 @@ use superinfer_template::{builtin_for, ChatTemplate};
 use crate::buffer::ModelBuffer;
 use crate::errors::{Failure, Result};
 use crate::stop::StopStrings;
-
-static SEQUENTIAL: Sequential = Sequential;
 
 /// How the context is sized (`load`'s `nCtx`, `nBatch`).
 pub fn context_options(opts: &Value) -> ContextOptions {
@@ -58,10 +56,15 @@ struct Generation {
 }
 
 impl Engine {
-    /// Takes over the filled buffer. On failure the buffer is freed.
-    pub fn load(buffer: ModelBuffer, kernels: Kernels, opts: &ContextOptions) -> Result<Engine> {
+    /// Takes over the filled buffer; its steps run on `par`. On failure the buffer is freed.
+    pub fn load(
+        buffer: ModelBuffer,
+        kernels: Kernels,
+        par: &'static dyn Parallel,
+        opts: &ContextOptions,
+    ) -> Result<Engine> {
         let bytes = buffer.leak();
-        match Self::build(bytes, kernels, opts) {
+        match Self::build(bytes, kernels, par, opts) {
             Ok(e) => Ok(e),
             Err(e) => {
                 // SAFETY: `build` dropped everything that borrowed the bytes.
@@ -71,7 +74,12 @@ impl Engine {
         }
     }
 
-    fn build(bytes: &'static [u8], kernels: Kernels, opts: &ContextOptions) -> Result<Engine> {
+    fn build(
+        bytes: &'static [u8],
+        kernels: Kernels,
+        par: &'static dyn Parallel,
+        opts: &ContextOptions,
+    ) -> Result<Engine> {
         let file = GgufFile::parse(bytes)?;
         let meta = |k: &str| file.get_str(k).ok().flatten().map(str::to_string);
         let arch = meta(keys::GENERAL_ARCHITECTURE).unwrap_or_default();
@@ -88,7 +96,6 @@ impl Engine {
                 ))
             }
         };
-        let par: &'static dyn Parallel = &SEQUENTIAL;
         let ctx = match Context::new(model, par, opts) {
             Ok(c) => c,
             Err(e) => {

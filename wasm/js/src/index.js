@@ -3,33 +3,11 @@
 
 import { SuperinferError, ERROR_CODES } from './errors.js';
 import { clearCache, CACHE_NAME } from './source.js';
+import { spawnWorker } from './spawn.js';
 
 export { SuperinferError, ERROR_CODES, clearCache, CACHE_NAME };
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
-
-/** A worker with one `post` / `onMessage` / `terminate` shape in browsers and Node. */
-async function spawnWorker() {
-  if (isNode) {
-    const { Worker } = await import('node:worker_threads');
-    const w = new Worker(new URL('./worker.js', import.meta.url));
-    w.unref();
-    return {
-      post: (m, transfer) => w.postMessage(m, transfer),
-      onMessage: (f) => w.on('message', f),
-      onError: (f) => w.on('error', f),
-      terminate: () => w.terminate(),
-    };
-  }
-  // written out literally so that bundlers (Vite, webpack) find and copy the worker
-  const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-  return {
-    post: (m, transfer) => w.postMessage(m, transfer ?? []),
-    onMessage: (f) => { w.onmessage = (e) => f(e.data); },
-    onError: (f) => { w.onerror = (e) => f(e); },
-    terminate: () => w.terminate(),
-  };
-}
 
 class Rpc {
   constructor(worker) {
@@ -103,20 +81,43 @@ function describeSource(source) {
  */
 export async function load(source, options = {}) {
   const { onProgress, threads, nCtx, nBatch, cache = true, signal, wasmUrl } = options;
-  if (threads !== undefined && threads !== 1 && !(Number.isInteger(threads) && threads > 0)) {
-    throw new SuperinferError('invalid_argument', `threads must be a positive integer, not ${threads}`);
+  if (threads !== undefined && !(Number.isInteger(threads) && threads > 0 && threads <= MAX_THREADS)) {
+    throw new SuperinferError('invalid_argument', `threads must be an integer from 1 to ${MAX_THREADS}, not ${threads}`);
   }
+  const wanted = threads ?? await defaultThreads();
   const { transfer, ...src } = describeSource(source);
   const worker = await spawnWorker();
   const rpc = new Rpc(worker);
   try {
-    const env = await rpc.call('init', { wasmUrl: wasmUrl && String(wasmUrl) });
+    const env = await rpc.call('init', { wasmUrl: wasmUrlOption(wasmUrl), threads: wanted });
     const info = await rpc.call('load', { source: src, options: { nCtx, nBatch, cache } }, { transfer, onProgress, signal });
-    return new Engine(rpc, worker, { ...info, cross_origin_isolated: env.crossOriginIsolated, threads_requested: threads ?? null });
+    return new Engine(rpc, worker, { ...info, build: env.build, cross_origin_isolated: env.crossOriginIsolated, threads_requested: wanted });
   } catch (e) {
     worker.terminate();
     throw e;
   }
+}
+
+/** The engine's threads at most: itself and 63 helpers (wasm/src/threads.rs). */
+const MAX_THREADS = 64;
+/** The default's ceiling: decoding is bound by memory bandwidth, which a few cores fill. */
+const DEFAULT_MAX_THREADS = 8;
+
+/** The logical cores (navigator.hardwareConcurrency; Node: os.availableParallelism()), at most 8. */
+async function defaultThreads() {
+  let n = globalThis.navigator?.hardwareConcurrency;
+  if (isNode) {
+    const os = await import('node:os');
+    n = os.availableParallelism?.() ?? os.cpus().length;
+  }
+  return Math.max(1, Math.min(DEFAULT_MAX_THREADS, Number.isInteger(n) ? n : 1));
+}
+
+/** `wasmUrl` as the worker takes it: a URL string, or URL strings by file name. */
+function wasmUrlOption(w) {
+  if (w === undefined || w === null) return undefined;
+  if (typeof w === 'string' || w instanceof URL) return String(w);
+  return Object.fromEntries(Object.entries(w).map(([k, v]) => [k, String(v)]));
 }
 
 /** In Node, a path or a file: URL names a local file. */

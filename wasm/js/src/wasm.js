@@ -2,34 +2,131 @@
 // pass through linear memory; a call that returns -1 leaves {code, message} as its result.
 
 import { SuperinferError } from './errors.js';
+import { VARIANTS } from './variants.js';
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** wasm32's 4 GiB, in 64 KiB pages: the threaded build's shared memory may grow that far. */
+const MAX_PAGES = 65536;
+
+/**
+ * The engine builds to try, best first: the threaded one when more than one thread is
+ * wanted and shared memory is allowed here (Node, or a cross-origin isolated page, and a
+ * worker that can start workers), relaxed-SIMD ones where the engine validates a relaxed-SIMD
+ * instruction; the single-thread build last, always. `wasmUrl`: one file (used for
+ * everything), or URLs by file name (the others next to this module).
+ * @returns {{name: string, file: string, threads: boolean, relaxedSimd: boolean, url: URL}[]}
+ */
+export function candidates({ threads = 1, wasmUrl } = {}) {
+  if (wasmUrl && typeof wasmUrl !== 'object') return [{ name: 'custom', file: String(wasmUrl), threads: false, relaxedSimd: false, url: new URL(wasmUrl) }];
+  if (wasmUrl instanceof URL) return [{ name: 'custom', file: String(wasmUrl), threads: false, relaxedSimd: false, url: wasmUrl }];
+  const threaded = threads > 1 && canShareMemory() && (isNode || typeof Worker === 'function');
+  const relaxed = relaxedSimdSupported();
+  const score = (v) => (v.threads ? 2 : 0) + (v.relaxedSimd ? 1 : 0);
+  return VARIANTS
+    .filter((v) => (threaded || !v.threads) && (relaxed || !v.relaxedSimd))
+    .sort((a, b) => score(b) - score(a))
+    .map((v) => ({ ...v, url: wasmUrl?.[v.file] ? new URL(wasmUrl[v.file]) : new URL(v.file, import.meta.url) }));
+}
+
+/** Shared wasm memory can be made here (browsers allow it on cross-origin isolated pages). */
+export function canShareMemory() {
+  if (typeof SharedArrayBuffer === 'undefined') return false;
+  if (!isNode && globalThis.crossOriginIsolated !== true) return false;
+  try {
+    return new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }).buffer instanceof SharedArrayBuffer;
+  } catch {
+    return false;
+  }
+}
+
+// (module (func (result v128) v128.const i32x4 0 0 0 0 i32x4.relaxed_trunc_f32x4_s))
+const RELAXED_SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
+  10, 25, 1, 23, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253, 129, 2, 11]);
+
+/** The engine here accepts relaxed-SIMD instructions. */
+export function relaxedSimdSupported() {
+  try {
+    return WebAssembly.validate(RELAXED_SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+/** The initial pages of the memory a module imports (from its import section), or null. */
+export function importedMemoryPages(bytes) {
+  const b = new Uint8Array(bytes);
+  let at = 8;
+  const leb = () => {
+    let v = 0;
+    for (let shift = 0; at < b.length; shift += 7) {
+      const x = b[at++];
+      v += (x & 0x7f) * 2 ** shift;
+      if (!(x & 0x80)) return v;
+    }
+    return null;
+  };
+  const skipName = () => { const n = leb(); at += n; };
+  const skipLimits = () => { const flags = b[at++]; leb(); if (flags & 1) leb(); };
+  while (at < b.length) {
+    const id = b[at++];
+    const size = leb();
+    if (id !== 2) { at += size; continue; }
+    for (let n = leb(); n > 0; n--) {
+      skipName();
+      skipName();
+      const kind = b[at++];
+      if (kind === 0) leb(); // function: type index
+      else if (kind === 1) { at++; skipLimits(); } // table: reference type, limits
+      else if (kind === 3) at += 2; // global: value type, mutability
+      else if (kind === 2) { at++; return leb(); } // memory: flags, initial pages
+      else return null;
+    }
+    return null;
+  }
+  return null;
+}
 
 export class WasmCore {
-  /** @param {WebAssembly.Instance} instance */
-  constructor(instance) {
+  /**
+   * @param {WebAssembly.Module} module
+   * @param {WebAssembly.Instance} instance
+   * @param {WebAssembly.Memory} memory
+   */
+  constructor(module, instance, memory) {
+    this.module = module;
     this.exports = instance.exports;
-    this.memory = /** @type {WebAssembly.Memory} */ (instance.exports.memory);
+    this.memory = memory;
+    /** The threaded build: the memory is shared, helpers may join. */
+    this.threaded = memory.buffer instanceof SharedArrayBuffer;
   }
 
-  /** Compiles and instantiates the module next to this file (or at `url`). */
+  /** Compiles and instantiates the module at `url` (a threaded build gets a new shared memory). */
   static async create(url = new URL('./superinfer.wasm', import.meta.url)) {
-    let module;
+    let bytes;
     if (isNode && String(url).startsWith('file:')) {
       const { readFile } = await import('node:fs/promises');
-      module = await WebAssembly.compile(await readFile(new URL(url)));
+      bytes = await readFile(new URL(url));
     } else {
       const response = await fetch(url);
       if (!response.ok) {
         throw new SuperinferError('network', `could not fetch the engine's wasm at ${url}: HTTP ${response.status}`);
       }
-      module = WebAssembly.compileStreaming && response.headers.get('content-type') === 'application/wasm'
-        ? await WebAssembly.compileStreaming(response)
-        : await WebAssembly.compile(await response.arrayBuffer());
+      bytes = await response.arrayBuffer();
     }
-    return new WasmCore(await WebAssembly.instantiate(module, {}));
+    const module = await WebAssembly.compile(bytes);
+    const imported = WebAssembly.Module.imports(module).find((i) => i.kind === 'memory');
+    if (!imported) {
+      const instance = await WebAssembly.instantiate(module, {});
+      return new WasmCore(module, instance, instance.exports.memory);
+    }
+    // the threaded build imports its memory: one shared memory for the engine and its helpers
+    const initial = importedMemoryPages(bytes);
+    if (!initial) throw new SuperinferError('internal', `cannot read the memory import of ${url}`);
+    const memory = new WebAssembly.Memory({ initial, maximum: MAX_PAGES, shared: true });
+    const instance = await WebAssembly.instantiate(module, { [imported.module]: { [imported.name]: memory } });
+    return new WasmCore(module, instance, memory);
   }
 
   /** A view of linear memory (made afresh: growing the memory detaches old views). */

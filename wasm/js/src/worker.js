@@ -1,10 +1,13 @@
 // The worker: owns one wasm instance and one model. Requests run one at a time, in order;
 // an `abort` message is handled at once (between two tokens, or two prompt chunks, of the
-// running generation: the loop yields to the event loop after each).
+// running generation: the loop yields to the event loop after each). With the threaded
+// build it also starts the helper threads, which are this same file in its other role: a
+// worker whose first message is `thread` becomes a helper (threads.js) for good.
 
 import { SuperinferError, serializeError } from './errors.js';
-import { WasmCore } from './wasm.js';
+import { WasmCore, candidates } from './wasm.js';
 import { openSource } from './source.js';
+import { startHelpers, stopHelpers, runHelper } from './threads.js';
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof self === 'undefined';
 let port;
@@ -20,6 +23,7 @@ const PREFILL_CHUNK = 64;
 const PROGRESS_EVERY = 4 << 20;
 
 let core = null;
+let helpers = [];
 let broken = null;
 const aborted = new Set();
 let queue = Promise.resolve();
@@ -35,6 +39,10 @@ const yieldNow = isNode
     })();
 
 port.listen((msg) => {
+  if (msg.type === 'thread') {
+    runHelper(msg, port.post).catch((e) => port.post({ type: 'trapped', index: msg.index, message: String(e?.message ?? e) }));
+    return;
+  }
   if (msg.type === 'abort') {
     aborted.add(msg.target);
     return;
@@ -61,8 +69,7 @@ async function handle(msg) {
 async function run(msg) {
   switch (msg.type) {
     case 'init':
-      core = await WasmCore.create(msg.wasmUrl ? new URL(msg.wasmUrl) : undefined);
-      return { crossOriginIsolated: !!globalThis.crossOriginIsolated };
+      return init(msg);
     case 'load':
       return load(msg);
     case 'tokenize':
@@ -77,11 +84,38 @@ async function run(msg) {
       return { wasmBytes: core.memory.buffer.byteLength };
     case 'dispose':
       core?.modelFree();
+      stopHelpers(core, helpers);
       core = null;
       return null;
     default:
       throw new SuperinferError('invalid_argument', `unknown request ${msg.type}`);
   }
+}
+
+/**
+ * Instantiates the best build this environment runs (the threaded one when `threads` > 1 and
+ * shared memory is allowed: Node, or a cross-origin isolated page) and starts its helpers.
+ */
+async function init({ wasmUrl, threads }) {
+  let lastError = null;
+  for (const c of candidates({ threads, wasmUrl })) {
+    try {
+      core = await WasmCore.create(c.url);
+      core.build = c.name;
+      break;
+    } catch (e) {
+      // e.g. a 4 GiB shared memory refused: the next build (the single-thread one last)
+      lastError = e;
+    }
+  }
+  if (!core) throw lastError;
+  let inUse = 1;
+  if (core.threaded && threads > 1) {
+    helpers = await startHelpers(core, threads - 1);
+    inUse = 1 + helpers.filter((h) => h.ready).length;
+    core.exports.si_threads_set(inUse);
+  }
+  return { crossOriginIsolated: !!globalThis.crossOriginIsolated, build: core.build, threads: inUse };
 }
 
 async function load({ id, source, options }) {
