@@ -5,7 +5,9 @@
 //!
 //! `cargo bench -p superinfer-benches --bench matmul -- 'Q5_0'` filters by name;
 //! `SUPERINFER_BENCH_FORMATS=Q5_0,Q4_K` picks formats; `SUPERINFER_BENCH_ISAS=avx2,avx512`
-//! picks kernel tables (default: the best one).
+//! picks kernel tables (default: the best one). `SUPERINFER_BENCH_TOKENS=8` sets the tokens
+//! per batch (the decode step of 8 sequences; default 512); `SUPERINFER_BENCH_SHAPES=head`
+//! adds Gemma-3-270M's output matrix (262,144 × 640) to the FFN shapes.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
@@ -23,11 +25,14 @@ const FORMATS: [GgmlType; 5] = [
     GgmlType::Q6_K,
 ];
 
-/// Tokens per batch (llama-bench's pp512).
+/// Tokens per batch by default (llama-bench's pp512).
 const TOKENS: usize = 512;
 
 /// (label, rows, cols): the FFN's up (gate) and down projections of Qwen2.5-0.5B.
 const SHAPES: [(&str, usize, usize); 2] = [("up", 4864, 896), ("down", 896, 4864)];
+
+/// Gemma-3-270M's output matrix (its vocabulary × its width), with `SHAPES=head`.
+const HEAD: (&str, usize, usize) = ("head", 262_144, 640);
 
 fn matmul_bench(c: &mut Criterion) {
     let formats: Vec<GgmlType> = match std::env::var("SUPERINFER_BENCH_FORMATS") {
@@ -38,15 +43,24 @@ fn matmul_bench(c: &mut Criterion) {
         Err(_) => FORMATS.to_vec(),
     };
     let tables = tables_from_env();
+    let tokens: usize = std::env::var("SUPERINFER_BENCH_TOKENS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(TOKENS);
+    let mut shapes = SHAPES.to_vec();
+    if std::env::var("SUPERINFER_BENCH_SHAPES").is_ok_and(|s| s.split(',').any(|n| n == "head")) {
+        shapes.push(HEAD);
+    }
     for ty in formats {
         let mut group = c.benchmark_group(format!("matmul/{ty}"));
         group
             .sample_size(10)
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2))
-            .throughput(Throughput::Elements(TOKENS as u64));
-        for ((label, rows, cols), (isa, k)) in SHAPES
-            .into_iter()
+            .throughput(Throughput::Elements(tokens as u64));
+        for ((label, rows, cols), (isa, k)) in shapes
+            .iter()
+            .copied()
             .flat_map(|s| tables.iter().map(move |t| (s, t)))
         {
             if !cols.is_multiple_of(ty.block_len()) {
@@ -59,14 +73,14 @@ fn matmul_bench(c: &mut Criterion) {
             } else {
                 "rows"
             };
-            let x = Rng::new(11).vec(TOKENS * cols);
+            let x = Rng::new(11).vec(tokens * cols);
             let mut act = BatchAct::default();
-            act.quantize(k, &Sequential, w.act_type(), &x, TOKENS)
+            act.quantize(k, &Sequential, w.act_type(), &x, tokens)
                 .unwrap();
-            let mut out = vec![0f32; TOKENS * rows];
+            let mut out = vec![0f32; tokens * rows];
             let id = BenchmarkId::new(label, format!("{}-{layout}", isa.name()));
             group.bench_function(id, |b| {
-                b.iter(|| matmul(k, &Sequential, &w, &act, TOKENS, &mut out).unwrap())
+                b.iter(|| matmul(k, &Sequential, &w, &act, tokens, &mut out).unwrap())
             });
         }
         group.finish();

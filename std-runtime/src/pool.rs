@@ -2,6 +2,14 @@
 //! calling thread. Work items are claimed from an atomic counter; between jobs the workers
 //! spin briefly (the next matmul is usually microseconds away) and then park on a condvar.
 //! No thread is spawned and nothing is allocated per job.
+//!
+//! **Joining.** A worker takes part in a job only by joining it (one compare-and-swap on
+//! [`Shared::state`]: the job's generation, an open flag and the count of workers inside).
+//! The caller runs items until none is left, closes the job and waits only for the workers
+//! that joined, which are finishing their last items. A worker the OS has not scheduled (its
+//! core busy with another process) never joined, so it holds nobody up: the caller does its
+//! share. Waiting for every worker to report back instead made each job wait for a time
+//! slice, and decoding ten times slower whenever one core was busy.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -11,21 +19,54 @@ use superinfer_core::parallel::Parallel;
 
 type JobFn = dyn Fn(usize) + Sync;
 
+/// [`Shared::state`]: the low bits count the workers inside the job, this bit says whether
+/// the job still takes workers, the bits above it hold the job's generation (wrapping).
+const OPEN: usize = 1 << 24;
+const COUNT: usize = OPEN - 1;
+const GEN_SHIFT: u32 = 25;
+
+fn state_of(generation: usize) -> usize {
+    generation << GEN_SHIFT
+}
+
 struct Shared {
     /// Bumped (Release) after a job is published; workers wait for it to move.
     generation: AtomicUsize,
-    /// Address of the caller's `&JobFn` (a thin pointer to the fat one), valid until every
-    /// worker has reported back through `pending`.
+    /// The current job's generation, open flag and count of workers inside (see [`OPEN`]).
+    state: AtomicUsize,
+    /// Address of the caller's `&JobFn` (a thin pointer to the fat one), valid while the
+    /// job is open or has workers inside.
     job: AtomicPtr<&'static JobFn>,
     n_items: AtomicUsize,
     next: AtomicUsize,
-    pending: AtomicUsize,
     /// Parking: workers that spun too long sleep on `wake` under `lock`.
     lock: Mutex<()>,
     sleepers: AtomicUsize,
     wake: Condvar,
     shutdown: AtomicBool,
     panicked: AtomicBool,
+}
+
+impl Shared {
+    /// Joins job `generation` if it is still open: true when this worker is now inside.
+    fn join(&self, generation: usize) -> bool {
+        let want = state_of(generation) | OPEN;
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            if cur & !COUNT != want & !COUNT {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                cur,
+                cur + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
 }
 
 pub struct ThreadPool {
@@ -45,10 +86,10 @@ impl ThreadPool {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
             generation: AtomicUsize::new(0),
+            state: AtomicUsize::new(0),
             job: AtomicPtr::new(std::ptr::null_mut()),
             n_items: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
-            pending: AtomicUsize::new(0),
             lock: Mutex::new(()),
             sleepers: AtomicUsize::new(0),
             wake: Condvar::new(),
@@ -114,12 +155,17 @@ fn worker(s: &Shared) {
             s.sleepers.fetch_sub(1, Ordering::SeqCst);
             drop(guard);
         }
-        // the Acquire load of `generation` above makes the job's fields visible
+        if !s.join(seen) {
+            // closed already: the caller (or the other workers) ran every item
+            continue;
+        }
+        // joining (Acquire) made the job's fields visible; the caller waits for this worker
+        // to leave before the job (and the closure) go away
         let job = s.job.load(Ordering::Relaxed);
         let n = s.n_items.load(Ordering::Relaxed);
         if !job.is_null() {
-            // SAFETY: `for_each` keeps the closure (and the reference `job` points to) alive
-            // until `pending` reaches zero, which happens only after this call returns.
+            // SAFETY: the job is kept alive until every worker inside it has left, which
+            // happens only after this call returns.
             let f: &JobFn = unsafe { *job };
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_items(s, f, n)))
                 .is_err()
@@ -127,7 +173,7 @@ fn worker(s: &Shared) {
                 s.panicked.store(true, Ordering::SeqCst);
             }
         }
-        s.pending.fetch_sub(1, Ordering::AcqRel);
+        s.state.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -139,32 +185,37 @@ impl Parallel for ThreadPool {
         }
         let _one_at_a_time = self.submit.lock().unwrap_or_else(|e| e.into_inner());
         let s = &*self.shared;
-        // SAFETY (lifetime erasure): we wait below until every worker has finished with the
-        // job before returning, so the borrow of `f` (and of `fref`, which `job` points to)
-        // outlives all uses.
+        // SAFETY (lifetime erasure): we wait below until every worker that joined the job has
+        // left it, and close it first so no other can join, so the borrow of `f` (and of
+        // `fref`, which `job` points to) outlives all uses.
         let fref: &'static JobFn =
             unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static JobFn>(f) };
+        let generation = s.generation.load(Ordering::Relaxed).wrapping_add(1);
         s.job
             .store(&fref as *const &JobFn as *mut &JobFn, Ordering::Relaxed);
         s.n_items.store(n, Ordering::Relaxed);
         s.next.store(0, Ordering::Relaxed);
-        s.pending.store(self.workers.len(), Ordering::Relaxed);
+        s.state
+            .store(state_of(generation) | OPEN, Ordering::Release);
         // publishes everything above to workers that Acquire-load the new generation
-        s.generation.fetch_add(1, Ordering::SeqCst);
+        s.generation.store(generation, Ordering::SeqCst);
         if s.sleepers.load(Ordering::SeqCst) > 0 {
             // taking the lock orders this notify after a parking worker's check
             let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
             s.wake.notify_all();
         }
         let caller = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_items(s, f, n)));
+        // every item is claimed: close the job, then wait for the workers inside it
+        let mut state = s.state.fetch_and(!OPEN, Ordering::AcqRel) & !OPEN;
         let mut spins = 0u32;
-        while s.pending.load(Ordering::Acquire) != 0 {
+        while state & COUNT != 0 {
             spins += 1;
             if spins < 1 << 16 {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
             }
+            state = s.state.load(Ordering::Acquire);
         }
         s.job.store(std::ptr::null_mut(), Ordering::Relaxed);
         if let Err(p) = caller {

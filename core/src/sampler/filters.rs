@@ -6,13 +6,23 @@ use super::{Candidate, SamplerConfig};
 
 /// Index of the largest logit (the lowest id among equals).
 pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0usize;
-    for (i, &l) in logits.iter().enumerate() {
-        if l > logits[best] {
-            best = i;
+    // Two passes the compiler vectorizes: the maximum (lane-wise over chunks, then across
+    // the lanes), then the first index holding it. One pass with a running index compares
+    // serially (a 262k vocabulary took ~100 µs of a decode step). NaNs never win: `f32::max`
+    // skips them and no NaN equals the maximum (all NaN or -inf: 0).
+    const LANES: usize = 16;
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut chunks = logits.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (m, &l) in lanes.iter_mut().zip(c) {
+            *m = m.max(l);
         }
     }
-    best as u32
+    let max = chunks.remainder().iter().fold(
+        lanes.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+        |m, &l| m.max(l),
+    );
+    logits.iter().position(|&l| l == max).unwrap_or(0) as u32
 }
 
 fn by_logit_desc(a: &Candidate, b: &Candidate) -> core::cmp::Ordering {

@@ -153,6 +153,17 @@ impl Sampler {
     /// greedy sampler's is the argmax alone. `logits` is modified in place by the penalties.
     /// Speculative sampling compares these of the target and of the draft.
     pub fn distribution(&mut self, logits: &mut [f32], history: &[u32]) -> &[Candidate] {
+        self.cands.clear();
+        if self.is_greedy() && !self.cfg.penalties_active() {
+            // the argmax skips NaNs itself: no pass rewriting them (a 262k vocabulary's
+            // logits are a megabyte per sequence and step)
+            self.cands.push(Candidate {
+                id: filters::argmax(logits),
+                logit: 0.0,
+                p: 1.0,
+            });
+            return &self.cands;
+        }
         for l in logits.iter_mut() {
             if l.is_nan() {
                 *l = f32::NEG_INFINITY;
@@ -162,7 +173,6 @@ impl Sampler {
             let start = history.len().saturating_sub(self.cfg.repeat_last_n);
             penalties::apply(&self.cfg, logits, &history[start..], &mut self.counts);
         }
-        self.cands.clear();
         if self.is_greedy() {
             self.cands.push(Candidate {
                 id: filters::argmax(logits),

@@ -23,6 +23,37 @@ fn greedy_is_argmax_and_ties_take_the_lowest_id() {
 }
 
 #[test]
+fn argmax_takes_the_first_maximum_at_any_length_and_position() {
+    let naive = |l: &[f32]| {
+        let mut best = 0;
+        for (i, &x) in l.iter().enumerate() {
+            if x > l[best] {
+                best = i;
+            }
+        }
+        best as u32
+    };
+    for n in [1, 2, 15, 16, 17, 33, 1000, 262_147] {
+        let mut l: Vec<f32> = (0..n).map(|i| ((i * 7919) % 997) as f32 / 100.0).collect();
+        assert_eq!(filters::argmax(&l), naive(&l), "n {n}");
+        // a tie of the maximum in two places, in other lanes and chunks: the lower id wins
+        for (a, b) in [(0, n - 1), (n / 3, n / 2), (n - 1, n - 1)] {
+            l[a] = 20.0;
+            l[b] = 20.0;
+            assert_eq!(filters::argmax(&l), a.min(b) as u32, "n {n} tie {a} {b}");
+            l[a] = 0.0;
+            l[b] = 0.0;
+        }
+    }
+    assert_eq!(filters::argmax(&[f32::NEG_INFINITY; 40]), 0);
+    assert_eq!(filters::argmax(&[f32::NAN; 40]), 0);
+    let mut l = [f32::NAN; 40];
+    l[37] = -3.0;
+    assert_eq!(filters::argmax(&l), 37);
+    assert_eq!(filters::argmax(&[-1.0, -0.5, -0.5]), 1);
+}
+
+#[test]
 fn top_k_1_is_greedy_at_any_temperature() {
     let mut s = Sampler::new(cfg(5.0, 1, 1.0, 0.0)).unwrap();
     for _ in 0..100 {
