@@ -25,6 +25,9 @@ async function loadModel(source, label) {
   try {
     state.engine = await load(source, {
       nCtx: 2048,
+      // ?threads=N; by default the engine takes the cores (at most 8) where the page is
+      // cross-origin isolated, and one thread where it is not
+      threads: params.has('threads') ? Number(params.get('threads')) : undefined,
       cache: $('cache').checked,
       onProgress: ({ loaded, total }) => {
         $('progress').value = loaded / total;
@@ -34,7 +37,7 @@ async function loadModel(source, label) {
     const i = state.engine.info();
     window.superinferInfo = i;
     status(`Ready: ${i.name ?? i.architecture}, ${(i.file_size / 1e6).toFixed(0)} MB${i.cached ? ' (from the cache)' : ''}, ` +
-      `context ${i.n_ctx}, ${i.threads} thread${i.threads > 1 ? 's' : ''} (${i.isa}; page ${i.cross_origin_isolated ? '' : 'not '}cross-origin isolated), ` +
+      `context ${i.n_ctx}, ${i.threads} thread${i.threads > 1 ? 's' : ''} (${i.build}, ${i.isa}; page ${i.cross_origin_isolated ? '' : 'not '}cross-origin isolated), ` +
       `loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     $('send').disabled = false;
     $('prompt').disabled = false;

@@ -23,14 +23,19 @@ export declare class SuperinferError extends Error {
   constructor(code: ErrorCode, message: string);
 }
 
-/** A URL, the URLs of one file cut into byte ranges (concatenated in order), a Blob/File, or bytes (an ArrayBuffer is transferred to the worker: it becomes detached). */
 /** A URL (in Node also a file path or file: URL), the URLs of one file cut into byte ranges (concatenated in order), a Blob/File (browsers), or bytes (an ArrayBuffer is transferred to the worker: it becomes detached). */
 export type ModelSource = string | URL | Array<string | URL> | Blob | ArrayBuffer | ArrayBufferView;
 
 export interface LoadOptions {
   /** Called as the file streams into the engine. */
   onProgress?: (p: { loaded: number; total: number }) => void;
-  /** Threads to use. This build runs one (the multi-threaded build is not shipped yet); `info().threads` says what is used. */
+  /**
+   * Threads to use, 1 to 64 (default: the logical cores, `navigator.hardwareConcurrency` or
+   * Node's `os.availableParallelism()`, at most 8). More than one runs the threaded build,
+   * which needs shared memory: Node, or a cross-origin isolated page (served with
+   * `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy:
+   * require-corp`); elsewhere the single-thread build runs. `info().threads` says what is used.
+   */
   threads?: number;
   /** Context size in tokens (default: min(4096, the model's trained context)). */
   nCtx?: number;
@@ -40,9 +45,16 @@ export interface LoadOptions {
   cache?: boolean;
   /** Cancels the load. */
   signal?: AbortSignal;
-  /** Where the engine's .wasm is, when a bundler moved it (default: next to this module). */
-  wasmUrl?: string | URL;
+  /**
+   * Where the engine's .wasm files are, when a bundler moved them (default: next to this
+   * module): absolute URLs by file name (`superinfer.wasm`, `superinfer-threads.wasm`), or
+   * one URL (that file is used whatever the page allows).
+   */
+  wasmUrl?: string | URL | Partial<Record<WasmFile, string | URL>>;
 }
+
+/** The engine builds in the package. */
+export type WasmFile = 'superinfer.wasm' | 'superinfer-threads.wasm';
 
 export interface SamplingOptions {
   /** 0 = greedy (default 0.8, as llama.cpp). */
@@ -126,8 +138,12 @@ export interface EngineInfo {
   kv_cache_bytes: number;
   /** The kernel set: "simd128". */
   isa: string;
-  /** Threads in use. */
+  /** Threads in use (1 + the helper workers that started). */
   threads: number;
+  /** The threads asked for (`load`'s `threads`, or the default). */
+  threads_requested: number;
+  /** The engine build running: "superinfer" (one thread) or "superinfer-threads" (shared memory, Web Workers / worker_threads). */
+  build: 'superinfer' | 'superinfer-threads' | 'custom' | string;
   /** "model" (the file's tokenizer.chat_template) or "builtin" (ChatML, or Gemma's turns for Gemma). */
   chat_template: 'model' | 'builtin';
   bos: number | null;
@@ -135,7 +151,7 @@ export interface EngineInfo {
   load_ms: number;
   /** Every part came from the cache. */
   cached: boolean;
-  /** The worker's wasm memory right after loading. */
+  /** The worker's wasm memory right after loading (shared with the helpers in the threaded build). */
   wasm_bytes: number;
   cross_origin_isolated: boolean;
 }
@@ -151,7 +167,7 @@ export declare class Engine {
   /** Text (special tokens written in it are parsed; BOS added as the model asks) or token ids. */
   complete(prompt: string | number[], options?: GenerateOptions): AsyncIterable<CompletionChunk>;
   chat(messages: ChatMessage[], options?: GenerateOptions): AsyncIterable<ChatChunk>;
-  /** Frees the model and ends the worker. */
+  /** Frees the model and ends the worker and its helper threads. */
   dispose(): Promise<void>;
 }
 

@@ -99,7 +99,7 @@ export class WasmCore {
     this.exports = instance.exports;
     this.memory = memory;
     /** The threaded build: the memory is shared, helpers may join. */
-    this.threaded = memory.buffer instanceof SharedArrayBuffer;
+    this.threaded = typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer;
   }
 
   /** Compiles and instantiates the module at `url` (a threaded build gets a new shared memory). */

@@ -1,7 +1,8 @@
 // Headless Chromium on the demo page (wasm/demo): a model loads with a progress bar,
 // a reply streams, the Stop button ends it, a screenshot is saved; a reload takes the model
 // from the Cache API; and the page reports whether it is cross-origin isolated (COOP/COEP
-// set by serve.mjs) and the threads the engine uses.
+// set by serve.mjs) and the threads the engine uses: served with COOP/COEP, the threaded
+// build on the cores (2 here); without them, the single-thread build, even when 2 are asked.
 // Env: SUPERINFER_DEMO (wasm/demo), SUPERINFER_PKG (the installed package), SUPERINFER_GEMMA,
 // SUPERINFER_SCREENSHOT (where to save it), CHROMIUM (default /usr/bin/chromium).
 
@@ -43,11 +44,11 @@ async function browser() {
   return ctx;
 }
 
-async function openDemo(ctx, origin) {
+async function openDemo(ctx, origin, query = '') {
   const page = ctx.pages()[0] ?? await ctx.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`${origin}?model=${encodeURIComponent(`/models/${basename(env('SUPERINFER_GEMMA'))}`)}`);
+  await page.goto(`${origin}?model=${encodeURIComponent(`/models/${basename(env('SUPERINFER_GEMMA'))}`)}${query}`);
   return { page, errors };
 }
 
@@ -75,7 +76,10 @@ test('the demo loads a model, streams a reply, stops on the button, and caches t
   console.log(status);
   assert.equal(await page.evaluate(() => document.querySelector('#progress').value), 1);
   assert.equal(info.cross_origin_isolated, true, 'COOP/COEP make the page cross-origin isolated');
-  assert.equal(info.threads, 1, 'the single-threaded build');
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  assert.equal(info.threads, Math.min(8, cores), 'the threaded build on the cores (at most 8)');
+  assert.equal(info.build, cores > 1 ? 'superinfer-threads' : 'superinfer');
+  console.log(`isolated page: ${info.threads} threads (${info.build}), ${cores} cores`);
   assert.equal(info.cached, false);
 
   await page.fill('#prompt', 'Write a long story about a lighthouse keeper.');
@@ -106,11 +110,13 @@ test('the demo loads a model, streams a reply, stops on the button, and caches t
 
 test('without COOP/COEP the page is not isolated and runs one thread; a local File loads', { timeout: 300_000 }, async () => {
   const origin = await serve(['--no-isolation']);
-  const { page, errors } = await openDemo(ctx, origin);
+  const { page, errors } = await openDemo(ctx, origin, '&threads=2');
   const { status, info } = await loadModel(page, env('SUPERINFER_GEMMA'));
   console.log(status);
   assert.equal(info.architecture, 'gemma3');
   assert.equal(info.cross_origin_isolated, false);
-  assert.equal(info.threads, 1);
+  assert.equal(info.threads_requested, 2);
+  assert.equal(info.threads, 1, 'no shared memory: the single-thread build');
+  assert.equal(info.build, 'superinfer');
   assert.deepEqual(errors, []);
 });

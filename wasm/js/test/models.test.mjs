@@ -1,7 +1,9 @@
 // The packed package on the real models: the fixture prompts' greedy continuations equal
 // native `superinfer run` (a parting allowed only at a llama.cpp near-tie), tokenization
 // equals llama.cpp's, chat, abort within one token, and an engine that stays usable after
-// an error or an abort.
+// an error or an abort; all on the threaded build at two threads (Node has shared memory),
+// whose greedy tokens are exactly the single-thread build's (the kernels are batch
+// invariant, and a row's result does not depend on the thread that computes it).
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,15 +13,20 @@ import { env, fixture, nativeRun, divergence, collect, MODELS } from './helpers.
 for (const name of Object.keys(MODELS)) {
   describe(name, () => {
     let engine;
+    let single;
     const path = () => env(MODELS[name].env);
 
     before(async () => {
       const progress = [];
-      engine = await load(path(), { nCtx: 512, onProgress: (p) => progress.push(p) });
+      engine = await load(path(), { nCtx: 512, threads: 2, onProgress: (p) => progress.push(p) });
       const info = engine.info();
       assert.equal(info.isa, 'simd128');
-      assert.equal(info.threads, 1);
+      assert.equal(info.threads, 2, 'the threads asked for');
+      assert.equal(info.build, 'superinfer-threads');
       assert.equal(info.n_ctx, 512);
+      single = await load(path(), { nCtx: 512, threads: 1 });
+      assert.equal(single.info().threads, 1);
+      assert.equal(single.info().build, 'superinfer');
       assert.ok(progress.length > 0 && progress.at(-1).loaded === progress.at(-1).total, 'progress reaches the total');
       assert.equal(progress.at(-1).total, info.file_size);
       // one copy of the weights: the wasm memory is the file, the KV cache and a little more
@@ -28,7 +35,21 @@ for (const name of Object.keys(MODELS)) {
       assert.ok(slack <= 64 << 20, `wasm memory exceeds file + KV cache by ${slack} bytes (> 64 MiB)`);
     });
 
-    after(() => engine?.dispose());
+    after(async () => {
+      await engine?.dispose();
+      await single?.dispose();
+    });
+
+    test('the threaded build\'s greedy tokens are exactly the single-thread build\'s', async () => {
+      for (const c of fixture(name, 'generate.json')) {
+        const n = c.generated_ids.length;
+        const two = await collect(engine.complete(c.prompt, { temperature: 0, maxTokens: n }));
+        const one = await collect(single.complete(c.prompt, { temperature: 0, maxTokens: n }));
+        assert.deepEqual(two.tokens.map((t) => t.id), one.tokens.map((t) => t.id), c.prompt);
+        const [t2, t1] = [two.last.timings, one.last.timings];
+        console.log(`${name} ${JSON.stringify(c.prompt.slice(0, 24))}: ${n} identical tokens; prompt ${t1.prompt_per_second.toFixed(1)} -> ${t2.prompt_per_second.toFixed(1)} t/s, decode ${t1.predicted_per_second.toFixed(1)} -> ${t2.predicted_per_second.toFixed(1)} t/s (1 -> 2 threads)`);
+      }
+    });
 
     test('tokenization equals llama.cpp', async () => {
       for (const c of fixture(name, 'tokenize.json')) {
