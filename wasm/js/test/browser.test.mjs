@@ -68,8 +68,10 @@ after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+let isolated;
 test('the demo loads a model, streams a reply, stops on the button, and caches the model', { timeout: 600_000 }, async () => {
   const origin = await serve();
+  isolated = origin;
   ctx = await browser();
   const { page, errors } = await openDemo(ctx, origin);
   const { status, info } = await loadModel(page);
@@ -105,6 +107,34 @@ test('the demo loads a model, streams a reply, stops on the button, and caches t
   await page.reload();
   const again = await loadModel(page);
   assert.equal(again.info.cached, true, again.status);
+  assert.deepEqual(errors, []);
+});
+
+test('in the browser too, 2 threads give exactly the greedy tokens of 1', { timeout: 300_000 }, async () => {
+  const { page, errors } = await openDemo(ctx, isolated);
+  const model = `/models/${basename(env('SUPERINFER_GEMMA'))}`;
+  const runs = await page.evaluate(async (url) => {
+    const { load } = await import('/pkg/index.js');
+    const out = [];
+    for (const threads of [2, 1]) {
+      const e = await load(url, { nCtx: 256, threads });
+      const ids = [];
+      let last;
+      for await (const c of e.complete('The history of the lighthouse begins', { temperature: 0, maxTokens: 32, ignoreEos: true })) {
+        ids.push(...(c.choices[0].token_ids ?? []));
+        last = c;
+      }
+      out.push({ threads: e.info().threads, build: e.info().build, ids, decode: last.timings.predicted_per_second });
+      await e.dispose();
+    }
+    return out;
+  }, model);
+  const [two, one] = runs;
+  console.log(`Chromium: ${two.build} ${two.threads} threads ${two.decode.toFixed(1)} t/s, ${one.build} ${one.threads} thread ${one.decode.toFixed(1)} t/s, ${two.ids.length} tokens`);
+  assert.equal(two.threads, 2);
+  assert.equal(one.threads, 1);
+  assert.equal(two.ids.length, 32);
+  assert.deepEqual(two.ids, one.ids);
   assert.deepEqual(errors, []);
 });
 
