@@ -350,9 +350,21 @@ pub struct ServeArgs {
     /// against the text so far and verify what followed them. 0 = off.
     #[arg(long = "lookup-ngram", default_value_t = 0)]
     pub lookup_ngram: usize,
-    /// The longest draft prompt lookup verifies in one step.
+    /// Speculative decoding with a draft model for every request (requests may turn it off
+    /// with `"speculative": false`): a smaller model with the same tokenizer (e.g.
+    /// Qwen2.5-Coder-0.5B for Qwen2.5-Coder-1.5B), loaded beside the model; each request
+    /// drafts with its own cache of it.
+    #[arg(long = "model-draft", visible_alias = "md")]
+    pub model_draft: Option<PathBuf>,
+    /// The longest draft verified in one step (draft model or prompt lookup).
     #[arg(long = "draft-max", visible_alias = "draft", default_value_t = 16)]
     pub draft_max: usize,
+    /// Fewest tokens a draft model drafts per step, whatever their probability.
+    #[arg(long = "draft-min", default_value_t = 0)]
+    pub draft_min: usize,
+    /// A draft model stops drafting when its most likely token is less likely than this.
+    #[arg(long = "draft-p-min", default_value_t = 0.75)]
+    pub draft_p_min: f32,
 }
 
 /// llama.cpp's multi-letter flags with one dash (`-np 4`, `-ctk q8_0`) as the long flags

@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use superinfer_runtime::scheduler::Lookup;
+use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
 
 pub use error::ApiError;
@@ -53,6 +54,9 @@ pub struct ServeOptions {
     pub body_limit: usize,
     /// Speculative decoding by prompt lookup for requests that do not say otherwise.
     pub lookup: Option<Lookup>,
+    /// A draft model for speculative decoding (requests use it unless they say
+    /// `"speculative": false` or ask for prompt lookup), and how it drafts.
+    pub draft: Option<(PathBuf, DraftOptions)>,
 }
 
 /// Serves until Ctrl-C or SIGTERM; an error if the port cannot be bound or the model
@@ -69,6 +73,7 @@ pub fn serve(o: ServeOptions) -> Result<(), String> {
         model_path: o.model.clone(),
         api_key: o.api_key.clone().filter(|k| !k.is_empty()),
         lookup: o.lookup,
+        draft_max: o.draft.as_ref().map(|(_, d)| d.max),
         metrics: Default::default(),
         ready: OnceLock::new(),
         started: SystemTime::now()
@@ -104,6 +109,7 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), String> {
         engine: o.engine.clone(),
         scheduler: o.scheduler.clone(),
         chat_template: o.chat_template.clone(),
+        draft: o.draft.clone(),
     };
     let st = state.clone();
     let engine = std::thread::Builder::new()

@@ -170,7 +170,7 @@ impl Metrics {
             ),
             (
                 "superinfer_spec_decode_draft_tokens_total",
-                "Tokens drafted by speculative decoding (prompt lookup) and verified.",
+                "Tokens drafted by speculative decoding (draft model or prompt lookup) and verified.",
                 &self.draft_tokens,
             ),
             (

@@ -19,8 +19,9 @@ pub struct GenParams {
     pub ignore_eos: bool,
     /// Top alternatives per token, when log-probabilities are asked for.
     pub logprobs: Option<usize>,
-    /// Speculative decoding: `speculative` (false turns off the server's prompt lookup),
-    /// `lookup_ngram` (prompt lookup for this request; 0 = off) and `draft_max`.
+    /// Speculative decoding: `speculative` (false turns off the server's draft model or
+    /// prompt lookup), `lookup_ngram` (prompt lookup for this request; 0 = off) and
+    /// `draft_max`.
     pub speculative: Option<bool>,
     pub lookup_ngram: Option<usize>,
     pub draft_max: Option<usize>,
@@ -386,6 +387,16 @@ fn token_ids(ids: &[Value]) -> Option<Prompt> {
 }
 
 impl GenParams {
+    /// How many tokens a step the request drafts with the server's draft model (whose
+    /// default is `server`): none when the request turns speculation off or asks for prompt
+    /// lookup (`lookup_ngram`), else its own `draft_max` or the server's.
+    pub fn draft_model(&self, server: Option<usize>) -> Option<usize> {
+        if self.speculative == Some(false) || self.lookup_ngram.is_some() {
+            return None;
+        }
+        Some(self.draft_max.unwrap_or(server?))
+    }
+
     /// The request's prompt lookup: its own `lookup_ngram` (0: none), else the server's
     /// default unless `speculative` is false; `draft_max` overrides the length either way.
     pub fn lookup(&self, server: Option<Lookup>) -> Option<Lookup> {

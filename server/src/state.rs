@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use superinfer_runtime::scheduler::{Client, Lookup};
+use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{Engine, EngineOptions, Scheduler, SchedulerOptions};
 use superinfer_template::{builtin_for, ChatTemplate};
 
@@ -28,6 +29,8 @@ pub struct AppState {
     pub api_key: Option<String>,
     /// Prompt lookup for requests that do not say otherwise (`--lookup-ngram`).
     pub lookup: Option<Lookup>,
+    /// With a draft model (`--model-draft`): the tokens a step requests draft by default.
+    pub draft_max: Option<usize>,
     pub metrics: Metrics,
     pub ready: OnceLock<Ready>,
     /// Unix time the server started (the `created` of its model).
@@ -58,6 +61,8 @@ pub struct EngineSetup {
     pub engine: EngineOptions,
     pub scheduler: SchedulerOptions,
     pub chat_template: Option<PathBuf>,
+    /// A draft model for speculative decoding, and how it drafts.
+    pub draft: Option<(PathBuf, DraftOptions)>,
 }
 
 /// Loads the model and serves requests on this thread until `state.stop` is set. Returns an
@@ -67,7 +72,25 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Str
         .map_err(|e| format!("loading {}: {e}", state.model_path.display()))?;
     let engine = Arc::new(engine);
     let template = chat_template(&engine, setup.chat_template.as_deref())?;
+    let draft = match &setup.draft {
+        Some((path, _)) => Some(
+            Engine::load(path, &setup.engine)
+                .map_err(|e| format!("loading the draft model {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
     let mut sched = Scheduler::new(&engine, &setup.scheduler).map_err(|e| e.to_string())?;
+    if let (Some(d), Some((path, opts))) = (draft.as_ref(), setup.draft.as_ref()) {
+        sched = sched
+            .with_draft(d, *opts)
+            .map_err(|e| format!("the draft model {}: {e}", path.display()))?;
+        eprintln!(
+            "superinfer serve: draft model {} loaded in {:.2} s (up to {} tokens a step)",
+            path.display(),
+            d.load_time().as_secs_f64(),
+            opts.max
+        );
+    }
     let client = sched.client();
     eprintln!(
         "superinfer serve: {} loaded in {:.2} s ({} isa, {} threads); {} slots of {} tokens, KV cache {:.1} MiB",

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from serverlib import N_CTX, N_PARALLEL, binary, threads
+from serverlib import MODELS, N_CTX, N_PARALLEL, binary, model_path, start_server, threads
 
 COUNT_PROMPT = "1, 2, 3, 4, 5, 6,"
 STORY_PROMPT = "Once upon a time, in a small village by the sea,"
@@ -398,6 +398,43 @@ def test_prompt_lookup_gives_the_same_answer(server, model):
     accepted = (after.total("superinfer_spec_decode_accepted_tokens_total")
                 - before.total("superinfer_spec_decode_accepted_tokens_total"))
     assert drafted == t["draft_n"] and accepted == t["draft_n_accepted"], (drafted, accepted, t)
+
+
+def test_draft_model_gives_the_same_answer(model):
+    """`serve --model-draft`: requests draft with the server's draft model (here the model
+    itself, which shares its vocabulary), the greedy answer is the one without, the counts
+    reach `timings` and /metrics, and `speculative: false` turns it off per request."""
+    s = start_server(model, "-np", "2", "-c", "512", "--model-draft", model_path(model),
+                     "--draft-max", "6", "--draft-p-min", "0")
+    try:
+        body = {"model": model, "prompt": EDIT_PROMPT, "max_tokens": 32, "temperature": 0,
+                "ignore_eos": True}
+        plain = s.post("/v1/completions", {**body, "speculative": False})
+        assert plain.status_code == 200, plain.text
+        assert plain.json()["timings"]["draft_n"] == 0
+        before = s.metrics()
+        r = s.post("/v1/completions", body)
+        assert r.status_code == 200, r.text
+        assert r.json()["choices"][0]["text"] == plain.json()["choices"][0]["text"]
+        t = r.json()["timings"]
+        # a draft that is the model itself is always right: every drafted token is accepted
+        assert t["draft_n"] > 0 and t["draft_n_accepted"] == t["draft_n"], t
+        after = s.metrics()
+        assert (after.total("superinfer_spec_decode_draft_tokens_total")
+                - before.total("superinfer_spec_decode_draft_tokens_total")) == t["draft_n"]
+        # a request's own length, and lookup instead of the draft model
+        short = s.post("/v1/completions", {**body, "draft_max": 2, "max_tokens": 8})
+        assert short.status_code == 200 and short.json()["timings"]["draft_n"] > 0, short.text
+        bad = s.post("/v1/completions", {**body, "draft_max": 65})
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "draft_max", bad.text
+    finally:
+        s.stop()
+
+
+def test_a_draft_model_of_another_vocabulary_stops_the_server_with_a_clear_error(model):
+    other = next(m for m in MODELS if m != model)
+    with pytest.raises(RuntimeError, match="tokenizer"):
+        start_server(model, "-np", "1", "-c", "256", "--model-draft", model_path(other))
 
 
 @pytest.mark.parametrize("field,value", [("lookup_ngram", 17), ("lookup_ngram", -1),

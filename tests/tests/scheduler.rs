@@ -539,3 +539,161 @@ fn bad_lookup_settings_are_refused() {
         );
     }
 }
+
+/// The scheduler's model with its weights in another format: a draft that is mostly right.
+fn draft_engine() -> Engine {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    let p = PATH.get_or_init(|| {
+        synth::write_temp(
+            &Spec {
+                weight_type: superinfer_runtime::core::quant::GgmlType::Q4_0,
+                ..Spec::llama()
+            },
+            "scheduler-llama-draft-q4",
+        )
+    });
+    Engine::load(
+        p,
+        &EngineOptions {
+            threads: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn draft_model_requests_give_what_each_gives_alone() {
+    use superinfer_runtime::scheduler::Lookup;
+    use superinfer_runtime::speculative::DraftOptions;
+    let e = engine();
+    let d = draft_engine();
+    let opts = DraftOptions {
+        max: 6,
+        min: 0,
+        p_min: 0.0,
+    };
+    // 3 slots, 7 requests (the slots' draft models are reused by later requests), a budget
+    // of 12: draft-model, lookup and plain requests share steps
+    let mut sched = Scheduler::new(&e, &options(3, 12))
+        .unwrap()
+        .with_draft(&d, opts)
+        .unwrap();
+    let prompts: Vec<Vec<u32>> = (0..7).map(|i| prompt(i, 4 + 7 * i as usize)).collect();
+    let handles: Vec<_> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut r = Request::greedy(p.clone(), 20);
+            match i % 3 {
+                0 | 1 => r.draft_model = Some(3 + i),
+                _ => {
+                    r.lookup = Some(Lookup {
+                        ngram: 2,
+                        draft_max: 4,
+                    })
+                }
+            }
+            // one draft-model request samples: its draft is drawn, and verified by the
+            // speculative sampling rule (the output is checked by the chi-square test of
+            // tests/speculative.rs; here it must only run and end)
+            if i == 4 {
+                r.ignore_eos = true;
+                r.sampling = SamplerConfig {
+                    temperature: 0.8,
+                    seed: 3,
+                    ..SamplerConfig::default()
+                };
+            }
+            sched.submit(r).unwrap()
+        })
+        .collect();
+    while !sched.is_idle() {
+        let st = sched.step().unwrap();
+        assert!(
+            st.prompt_tokens + st.decode_tokens <= 12,
+            "the budget holds"
+        );
+    }
+    let (mut drafted, mut accepted) = (0, 0);
+    for (i, (p, h)) in prompts.iter().zip(handles).enumerate() {
+        let (ids, _, done) = h.wait().unwrap();
+        if i != 4 {
+            assert_eq!(ids, alone(&e, p, 20), "request {i}");
+        } else {
+            assert_eq!(ids.len(), 20, "the sampled request ran to its length");
+        }
+        assert!(done.accepted_tokens <= done.drafted_tokens);
+        if i % 3 != 2 {
+            drafted += done.drafted_tokens;
+            accepted += done.accepted_tokens;
+        }
+    }
+    eprintln!("draft model: {drafted} tokens drafted, {accepted} accepted");
+    assert!(drafted > 0, "the draft model drafted nothing");
+    assert!(accepted > 0, "no drafted token was ever accepted");
+    assert_eq!(sched.pool_stats().held, 0, "no block leaks");
+}
+
+#[test]
+fn draft_model_requests_are_refused_without_one_or_with_bad_lengths() {
+    let e = engine();
+    let sched = Scheduler::new(&e, &options(1, 8)).unwrap();
+    let mut r = Request::greedy(prompt(1, 8), 4);
+    r.draft_model = Some(4);
+    assert!(matches!(
+        sched.submit(r.clone()),
+        Err(RequestError::InvalidSampling(m)) if m.contains("--model-draft")
+    ));
+    // (a draft of another vocabulary: `with_draft` runs the check of `DraftModel::new`,
+    // which tests/speculative.rs refuses with Gemma-3 drafting for Qwen2.5)
+    // with a draft model, lengths outside 1..=64 are refused
+    let d = draft_engine();
+    let sched = Scheduler::new(&e, &options(1, 8))
+        .unwrap()
+        .with_draft(&d, Default::default())
+        .unwrap();
+    for n in [0, 65] {
+        r.draft_model = Some(n);
+        assert!(
+            matches!(
+                sched.submit(r.clone()),
+                Err(RequestError::InvalidSampling(_))
+            ),
+            "draft of {n}"
+        );
+    }
+}
+
+#[test]
+fn a_draft_model_that_is_the_model_itself_has_every_token_accepted() {
+    use superinfer_runtime::speculative::DraftOptions;
+    let (e, same) = (engine(), engine());
+    let opts = DraftOptions {
+        max: 5,
+        min: 0,
+        p_min: 0.0,
+    };
+    let mut sched = Scheduler::new(&e, &options(2, 16))
+        .unwrap()
+        .with_draft(&same, opts)
+        .unwrap();
+    let handles: Vec<_> = (0..3)
+        .map(|i| {
+            let mut r = Request::greedy(prompt(i, 6 + 5 * i as usize), 17);
+            r.ignore_eos = true;
+            r.draft_model = Some(5);
+            sched.submit(r).unwrap()
+        })
+        .collect();
+    sched.run_until_idle().unwrap();
+    for h in handles {
+        let (ids, _, done) = h.wait().unwrap();
+        assert_eq!(ids.len(), 17);
+        // the draft's logits are the model's bit for bit (one token at a time against the
+        // verification step's batch): every drafted token is right, the last step's too
+        assert!(done.drafted_tokens > 0);
+        assert_eq!(done.accepted_tokens, done.drafted_tokens, "{done:?}");
+    }
+    assert_eq!(sched.pool_stats().held, 0);
+}

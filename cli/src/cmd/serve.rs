@@ -1,6 +1,7 @@
 //! `superinfer serve`: the OpenAI-compatible server (see the superinfer-server crate).
 
 use superinfer_runtime::scheduler::{Lookup, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM};
+use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
 use superinfer_server::ServeOptions;
 
@@ -16,7 +17,21 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
             a.lookup_ngram
         ));
     }
-    if a.lookup_ngram > 0 && !(1..=MAX_DRAFT_TOKENS).contains(&a.draft_max) {
+    if a.model_draft.is_some() && a.lookup_ngram > 0 {
+        return Err(
+            "--model-draft and --lookup-ngram are two ways to draft: choose one (a request \
+             can still ask for prompt lookup with \"lookup_ngram\")"
+                .into(),
+        );
+    }
+    if !(0.0..=1.0).contains(&a.draft_p_min) {
+        return Err(format!(
+            "--draft-p-min must be between 0 and 1 (got {})",
+            a.draft_p_min
+        ));
+    }
+    let speculating = a.lookup_ngram > 0 || a.model_draft.is_some();
+    if speculating && !(1..=MAX_DRAFT_TOKENS).contains(&a.draft_max) {
         return Err(format!(
             "--draft-max must be between 1 and {MAX_DRAFT_TOKENS} (got {})",
             a.draft_max
@@ -48,6 +63,16 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         lookup: (a.lookup_ngram > 0).then_some(Lookup {
             ngram: a.lookup_ngram,
             draft_max: a.draft_max,
+        }),
+        draft: a.model_draft.clone().map(|m| {
+            (
+                m,
+                DraftOptions {
+                    max: a.draft_max,
+                    min: a.draft_min,
+                    p_min: a.draft_p_min,
+                },
+            )
         }),
     };
     superinfer_server::serve(o)

@@ -158,6 +158,7 @@ async fn generate(
     t0: Instant,
 ) -> Result<Response, ApiError> {
     let ready = st.ready()?;
+    let draft_model = p.draft_model(st.draft_max);
     let lookup = p.lookup(st.lookup);
     let request = Request {
         prompt,
@@ -168,6 +169,7 @@ async fn generate(
         ignore_eos: p.ignore_eos,
         logprobs: p.logprobs,
         lookup,
+        draft_model,
     };
     let prompt_tokens = request.prompt.len();
     let (tx, rx) = unbounded_channel();

@@ -16,11 +16,18 @@ use super::request::{
     Completion, Event, EventSink, RequestError, RequestId, Submission, TokenLogprob, TEXT_ONLY,
 };
 use crate::session::StopReason;
-use crate::speculative::LookupDrafter;
+use crate::speculative::{DraftModel, LookupDrafter};
+
+/// Who drafts for a request: prompt lookup, or a draft model of its own (taken from the
+/// scheduler's idle ones at admission, given back when the request ends).
+pub(super) enum SpecDrafter<'e> {
+    Lookup(LookupDrafter),
+    Model(Box<DraftModel<'e>>),
+}
 
 /// A request's speculative decoding: its drafter, and the draft its current step verifies.
-struct Speculation {
-    drafter: LookupDrafter,
+struct Speculation<'e> {
+    drafter: SpecDrafter<'e>,
     draft: Draft,
     /// Rows of the current step's span seen so far (row `i < draft.len()` checks drafted
     /// token `i`; the last one samples past a draft accepted whole).
@@ -35,7 +42,7 @@ struct Speculation {
     accepted_total: usize,
 }
 
-pub(super) struct Active {
+pub(super) struct Active<'e> {
     pub id: RequestId,
     pub seq: SeqId,
     events: Box<dyn EventSink>,
@@ -64,11 +71,19 @@ pub(super) struct Active {
     first_token: Option<Instant>,
     /// Set when the request has ended (its blocks are freed after the step).
     pub ended: bool,
-    spec: Option<Speculation>,
+    spec: Option<Speculation<'e>>,
 }
 
-impl Active {
-    pub fn new(sub: Submission, seq: SeqId, cached: usize, sampler: Sampler) -> Active {
+impl<'e> Active<'e> {
+    /// `drafter`: a draft model for the request when it asked for one (else its prompt
+    /// lookup, if any, is set up here).
+    pub fn new(
+        sub: Submission,
+        seq: SeqId,
+        cached: usize,
+        sampler: Sampler,
+        drafter: Option<DraftModel<'e>>,
+    ) -> Active<'e> {
         let now = Instant::now();
         let r = sub.request;
         Active {
@@ -93,16 +108,22 @@ impl Active {
             admitted: now,
             first_token: None,
             ended: false,
-            spec: r.lookup.map(|l| Speculation {
-                drafter: LookupDrafter::new(l.ngram, l.draft_max),
-                draft: Draft::default(),
-                row: 0,
-                verifying: false,
-                decided: false,
-                accepted: 0,
-                drafted_total: 0,
-                accepted_total: 0,
-            }),
+            spec: drafter
+                .map(|d| SpecDrafter::Model(Box::new(d)))
+                .or_else(|| {
+                    r.lookup
+                        .map(|l| SpecDrafter::Lookup(LookupDrafter::new(l.ngram, l.draft_max)))
+                })
+                .map(|drafter| Speculation {
+                    drafter,
+                    draft: Draft::default(),
+                    row: 0,
+                    verifying: false,
+                    decided: false,
+                    accepted: 0,
+                    drafted_total: 0,
+                    accepted_total: 0,
+                }),
         }
     }
 
@@ -117,12 +138,41 @@ impl Active {
         let limit = limit
             .min(n_ctx.saturating_sub(self.history.len()))
             .min(self.max_tokens.saturating_sub(self.generated + 1));
-        if limit > 0 && s.drafter.draft(&self.history, limit, &mut s.draft).is_ok() {
+        let drafted = limit > 0
+            && match &mut s.drafter {
+                SpecDrafter::Lookup(d) => d.draft(&self.history, limit, &mut s.draft).is_ok(),
+                // a draft model that fails (its own context full) leaves the request to
+                // decode plainly
+                SpecDrafter::Model(d) => d.draft(&self.history, limit, &mut s.draft).is_ok(),
+            };
+        if drafted {
             s.draft.truncate(limit);
         } else {
             s.draft.clear();
         }
         &s.draft.tokens
+    }
+
+    /// After a prompt chunk went into the cache: a draft model evaluates it too (so its
+    /// cache keeps up chunk by chunk instead of taking the whole prompt at the first draft).
+    pub fn follow_prompt(&mut self) {
+        if let Some(Speculation {
+            drafter: SpecDrafter::Model(d),
+            ..
+        }) = self.spec.as_mut()
+        {
+            // an error here only means the draft catches up (or gives up) when it drafts
+            let _ = d.prefill(&self.history[..self.fed]);
+        }
+    }
+
+    /// The request's draft model, when it has one (given back to the scheduler when the
+    /// request ends).
+    pub fn take_draft_model(&mut self) -> Option<DraftModel<'e>> {
+        match self.spec.take()?.drafter {
+            SpecDrafter::Model(d) => Some(*d),
+            SpecDrafter::Lookup(_) => None,
+        }
     }
 
     /// The next step verifies the first `n` drafted tokens (`n` may be less than
@@ -191,7 +241,7 @@ impl Active {
                 s.row += 1;
                 let x = s.draft.tokens.get(row).copied();
                 s.decided = x.is_none();
-                x
+                x.map(|x| (x, row))
             }
             _ => None,
         };
@@ -203,20 +253,24 @@ impl Active {
             log_softmax_top(logits, n)
         });
         let id = match drafted {
-            Some(x) => match self.sampler.verify(logits, &self.history, x, None) {
-                Verdict::Accept => {
-                    if let Some(s) = self.spec.as_mut() {
-                        s.accepted += 1;
+            Some((x, row)) => {
+                // the distribution a draft model drew `x` from (None: chosen deterministically)
+                let q = self.spec.as_ref().and_then(|s| s.draft.dist(row));
+                match self.sampler.verify(logits, &self.history, x, q) {
+                    Verdict::Accept => {
+                        if let Some(s) = self.spec.as_mut() {
+                            s.accepted += 1;
+                        }
+                        x
                     }
-                    x
-                }
-                Verdict::Reject(r) => {
-                    if let Some(s) = self.spec.as_mut() {
-                        s.decided = true;
+                    Verdict::Reject(r) => {
+                        if let Some(s) = self.spec.as_mut() {
+                            s.decided = true;
+                        }
+                        r
                     }
-                    r
                 }
-            },
+            }
             None => self.sampler.sample(logits, &self.history),
         };
         let logprob = dist.map(|(lse, top)| {
@@ -299,7 +353,10 @@ impl Active {
             generate_time: now.duration_since(first),
             queue_time: self.queue_time,
             drafted_tokens: self.spec.as_ref().map_or(0, |s| s.drafted_total),
-            accepted_tokens: self.spec.as_ref().map_or(0, |s| s.accepted_total),
+            // with the step under way: a request may end in the middle of its span
+            accepted_tokens: self.spec.as_ref().map_or(0, |s| {
+                s.accepted_total + if s.verifying { s.accepted } else { 0 }
+            }),
         }));
     }
 

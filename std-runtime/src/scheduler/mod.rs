@@ -42,6 +42,7 @@ pub use self::request::{
 use self::request::{Limits, Submission};
 use crate::engine::Engine;
 use crate::session::{StopReason, UBATCH};
+use crate::speculative::{check_vocab, DraftModel, DraftOptions};
 use crate::Error;
 
 #[derive(Debug, Clone)]
@@ -90,8 +91,18 @@ pub struct StepStats {
     pub time: Duration,
 }
 
+/// The scheduler's draft model: requests that ask for it (`Request::draft_model`) each get
+/// a [`DraftModel`] (its own session over `engine`), kept idle between requests so the next
+/// one reuses its cache and buffers.
+struct Drafts<'e> {
+    engine: &'e Engine,
+    opts: DraftOptions,
+    idle: Vec<DraftModel<'e>>,
+}
+
 pub struct Scheduler<'e> {
     engine: &'e Engine,
+    draft: Option<Drafts<'e>>,
     n_parallel: usize,
     n_batch: usize,
     prefill_chunk: usize,
@@ -106,7 +117,7 @@ pub struct Scheduler<'e> {
     client: Client,
     queue: VecDeque<Submission>,
     /// Running requests, oldest first.
-    active: Vec<Active>,
+    active: Vec<Active<'e>>,
 }
 
 impl<'e> Scheduler<'e> {
@@ -151,10 +162,12 @@ impl<'e> Scheduler<'e> {
                 n_ctx,
                 n_vocab: c.n_vocab,
                 max_queue: o.max_queue,
+                draft_model: false,
             },
         };
         Ok(Scheduler {
             engine,
+            draft: None,
             n_parallel: o.n_parallel,
             n_batch: o.n_batch,
             prefill_chunk: o.prefill_chunk,
@@ -168,6 +181,21 @@ impl<'e> Scheduler<'e> {
             queue: VecDeque::new(),
             active: Vec::new(),
         })
+    }
+
+    /// Adds a draft model for speculative decoding: requests with `draft_model: Some(n)`
+    /// draft up to `n` tokens a step with it (`opts` gives the other settings). Checked here
+    /// to share the target's vocabulary. Call before taking [`Self::client`]s: clients made
+    /// earlier refuse draft requests.
+    pub fn with_draft(mut self, draft: &'e Engine, opts: DraftOptions) -> Result<Self, Error> {
+        check_vocab(self.engine, draft)?;
+        self.client.limits.draft_model = true;
+        self.draft = Some(Drafts {
+            engine: draft,
+            opts,
+            idle: Vec::new(),
+        });
+        Ok(self)
     }
 
     /// A handle to submit requests from any thread.
@@ -305,6 +333,7 @@ impl<'e> Scheduler<'e> {
                         let a = &mut self.active[self.owner[sp.first]];
                         if a.prompt_left() > 0 {
                             a.fed += sp.n;
+                            a.follow_prompt();
                             continue;
                         }
                         // a decode span: the pending token and the drafted tokens accepted
@@ -354,12 +383,42 @@ impl<'e> Scheduler<'e> {
     /// Frees the blocks of requests that ended.
     fn retire(&mut self) {
         let pool = &mut self.pool;
-        self.active.retain(|a| {
+        let mut idle = self.draft.as_mut().map(|d| &mut d.idle);
+        self.active.retain_mut(|a| {
             if a.ended {
                 let _ = pool.remove_seq(a.seq);
+                if let (Some(idle), Some(d)) = (idle.as_mut(), a.take_draft_model()) {
+                    idle.push(d);
+                }
             }
             !a.ended
         });
+    }
+
+    /// A draft model for a request drafting up to `max` tokens with `sampling`: an idle one
+    /// (the one whose cache shares most of `prompt`), else a new one.
+    fn draft_model(
+        &mut self,
+        prompt: &[u32],
+        sampling: &superinfer_core::sampler::SamplerConfig,
+        max: usize,
+    ) -> Result<DraftModel<'e>, Error> {
+        let target = self.engine;
+        let n_ctx = self.pool.n_ctx();
+        let d = self
+            .draft
+            .as_mut()
+            .ok_or_else(|| Error::Usage("no draft model".into()))?;
+        let opts = DraftOptions { max, ..d.opts };
+        let best = (0..d.idle.len()).max_by_key(|&i| d.idle[i].shared_prefix(prompt));
+        match best {
+            Some(i) => {
+                let mut m = d.idle.swap_remove(i);
+                m.reconfigure(sampling, opts)?;
+                Ok(m)
+            }
+            None => DraftModel::new(target, d.engine, n_ctx, sampling, opts),
+        }
     }
 
     /// Moves waiting requests into free slots, oldest first. A request whose prompt shares
@@ -388,12 +447,32 @@ impl<'e> Scheduler<'e> {
                     continue;
                 }
             };
+            let drafter = match sub.request.draft_model {
+                Some(max) => {
+                    let r = &sub.request;
+                    match self.draft_model(&r.prompt, &r.sampling, max) {
+                        Ok(d) => Some(d),
+                        Err(e) => {
+                            sub.events.send(Event::Error(RequestError::Engine(format!(
+                                "draft model: {e}"
+                            ))));
+                            continue;
+                        }
+                    }
+                }
+                None => None,
+            };
             let seq = self.pool.add_seq();
             let cached = self
                 .pool
                 .reuse_prefix(seq, &sub.request.prompt)
                 .unwrap_or(0);
-            self.active.push(Active::new(sub, seq, cached, sampler));
+            let mut a = Active::new(sub, seq, cached, sampler, drafter);
+            // what the prefix cache gave the target, the draft evaluates now
+            if cached > 0 {
+                a.follow_prompt();
+            }
+            self.active.push(a);
         }
     }
 

@@ -30,6 +30,12 @@ pub struct Request {
     pub logprobs: Option<usize>,
     /// Speculative decoding by prompt lookup for this request (`None`: plain decoding).
     pub lookup: Option<Lookup>,
+    /// Speculative decoding with the scheduler's draft model ([`Scheduler::with_draft`]),
+    /// at most this many tokens per step (1 to [`MAX_DRAFT_TOKENS`]); takes precedence over
+    /// `lookup`. `None`: no draft model.
+    ///
+    /// [`Scheduler::with_draft`]: super::Scheduler::with_draft
+    pub draft_model: Option<usize>,
 }
 
 /// Prompt lookup drafting (`LookupDrafter`): the request's text so far is searched for its
@@ -60,6 +66,7 @@ impl Request {
             ignore_eos: false,
             logprobs: None,
             lookup: None,
+            draft_model: None,
         }
     }
 }
@@ -294,6 +301,8 @@ pub(super) struct Limits {
     pub n_ctx: usize,
     pub n_vocab: usize,
     pub max_queue: usize,
+    /// Whether requests may ask for the draft model.
+    pub draft_model: bool,
 }
 
 /// Submits requests to a scheduler from any thread (cheap to clone).
@@ -362,8 +371,23 @@ impl Client {
                 || !(1..=MAX_DRAFT_TOKENS).contains(&l.draft_max)
             {
                 return Err(RequestError::InvalidSampling(format!(
-                    "prompt lookup needs an n-gram of 1 to {MAX_LOOKUP_NGRAM} tokens and drafts                      of 1 to {MAX_DRAFT_TOKENS} (got {} and {})",
+                    "prompt lookup needs an n-gram of 1 to {MAX_LOOKUP_NGRAM} tokens and drafts \
+                     of 1 to {MAX_DRAFT_TOKENS} (got {} and {})",
                     l.ngram, l.draft_max
+                )));
+            }
+        }
+        if let Some(n) = request.draft_model {
+            if !l.draft_model {
+                return Err(RequestError::InvalidSampling(
+                    "this scheduler has no draft model (a server takes one with \
+                     --model-draft FILE)"
+                        .into(),
+                ));
+            }
+            if !(1..=MAX_DRAFT_TOKENS).contains(&n) {
+                return Err(RequestError::InvalidSampling(format!(
+                    "a draft model drafts 1 to {MAX_DRAFT_TOKENS} tokens per step (got {n})"
                 )));
             }
         }

@@ -93,15 +93,9 @@ impl<'d> DraftModel<'d> {
         check_vocab(target, draft)?;
         let n_ctx = n_ctx.min(draft.config().n_ctx_train);
         let session = draft.session(&SessionOptions::with_ctx(n_ctx))?;
-        let sampler = Sampler::new(SamplerConfig {
-            // its own random numbers, not a copy of the target's
-            seed: sampling.seed ^ 0x5eed_d4a7_0000_0001,
-            ..sampling.clone()
-        })
-        .map_err(Error::Core)?;
         Ok(DraftModel {
             session,
-            sampler,
+            sampler: draft_sampler(sampling)?,
             opts,
             n_vocab_target: target.tokenizer().vocab_size(),
             row: Vec::new(),
@@ -113,6 +107,25 @@ impl<'d> DraftModel<'d> {
         &self.opts
     }
 
+    /// Drafts for another generation from now on: with `sampling`'s settings (its own
+    /// random numbers) and `opts`. The cache stays: a new text sharing its start with the
+    /// last one (the same system prompt, the next turn of a chat) reuses it.
+    pub fn reconfigure(
+        &mut self,
+        sampling: &SamplerConfig,
+        opts: DraftOptions,
+    ) -> Result<(), Error> {
+        self.sampler = draft_sampler(sampling)?;
+        self.opts = opts;
+        Ok(())
+    }
+
+    /// Tokens at the start of `tokens` the draft's cache holds already.
+    pub fn shared_prefix(&self, tokens: &[u32]) -> usize {
+        let have = self.session.tokens();
+        have.iter().zip(tokens).take_while(|(a, b)| a == b).count()
+    }
+
     /// Brings the draft's cache to `tokens` (its logits are then those after the last one).
     fn sync(&mut self, tokens: &[u32]) -> Result<(), Error> {
         let have = self.session.tokens();
@@ -122,6 +135,16 @@ impl<'d> DraftModel<'d> {
         self.session.truncate(keep);
         self.session.feed(&tokens[keep..])
     }
+}
+
+/// The draft's sampler for a target sampling with `sampling`: the same settings, its own
+/// random numbers (not a copy of the target's).
+fn draft_sampler(sampling: &SamplerConfig) -> Result<Sampler, Error> {
+    Sampler::new(SamplerConfig {
+        seed: sampling.seed ^ 0x5eed_d4a7_0000_0001,
+        ..sampling.clone()
+    })
+    .map_err(Error::Core)
 }
 
 /// Probability of the most likely token under raw `logits` (terms below e^-20 of the
