@@ -5,7 +5,10 @@
 #            interleaved-weight kernels, which need SDOT: `interleaved_parity_neon` must run
 #            there too) and `cortex-a53` (ARMv8.0, NEON only: the widening-multiply kernels;
 #            the table has no interleaved kernels and that test says it skipped);
-#   wasm32   wasip1 built with simd128, under Node's WASI (scripts/wasi-runner.mjs).
+#   wasm32   wasip1 built with simd128, under Node's WASI (scripts/wasi-runner.mjs), twice:
+#            simd128 alone and simd128 + relaxed-simd (Node 20 runs relaxed-simd behind
+#            --experimental-wasm-relaxed-simd); both must run the row kernels' parity test
+#            (`rows_parity_simd128`: the kernels of several rows and tokens, bit for bit).
 # Installs what it needs when missing (apt packages, rustup targets). Builds go to
 # target-cross/ so they never disturb the native target/ directory.
 set -euo pipefail
@@ -47,7 +50,8 @@ failures=0
 
 # run_parity LABEL ISA X8 CARGO_ARGS... : runs the tests, then checks that parity_ISA ran,
 # passed and was not skipped; with X8=x8, interleaved_parity_ISA too (the interleaved-weight
-# kernels; it asserts the table has them for every interleaved format).
+# kernels; it asserts the table has them for every interleaved format); with X8=rows,
+# rows_parity_ISA instead (the row-layout kernels of several rows and tokens).
 run_parity() {
     local label=$1 isa=$2 x8=$3
     shift 3
@@ -72,6 +76,10 @@ run_parity() {
         ! grep -q "^test kernels::tests::interleaved::interleaved_parity_$isa \.\.\. ok$" "$log"; then
         echo "test-cross: $label: interleaved_parity_$isa did not run" >&2
         failures=$((failures + 1))
+    elif [ "$x8" = rows ] &&
+        ! grep -q "^test kernels::tests::rows::rows_parity_$isa \.\.\. ok$" "$log"; then
+        echo "test-cross: $label: rows_parity_$isa did not run" >&2
+        failures=$((failures + 1))
     else
         echo "test-cross: $label: ok ($((SECONDS - start))s)"
     fi
@@ -89,11 +97,21 @@ for cpu_x8 in max:x8 cortex-a53:-; do
         -- kernels:: --nocapture
 done
 
-RUSTFLAGS="-C target-feature=+simd128" \
-CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings $root/scripts/wasi-runner.mjs" \
-    run_parity "wasm32-wasip1 simd128 (node $(node --version))" simd128 - \
-    cargo test -p superinfer-core --lib --target wasm32-wasip1 \
-    -- kernels:: --nocapture --test-threads=1
+# the relaxed build goes to its own directory: its flags differ, and sharing one would rebuild
+# everything on each switch
+for features in simd128 simd128,+relaxed-simd; do
+    node_flags="--no-warnings"
+    dir="$root/target-cross"
+    if [[ "$features" == *relaxed-simd* ]]; then
+        node_flags+=" --experimental-wasm-relaxed-simd"
+        dir="$root/target-cross/relaxed"
+    fi
+    CARGO_TARGET_DIR="$dir" RUSTFLAGS="-C target-feature=+$features" \
+    CARGO_TARGET_WASM32_WASIP1_RUNNER="node $node_flags $root/scripts/wasi-runner.mjs" \
+        run_parity "wasm32-wasip1 +$features (node $(node --version))" simd128 rows \
+        cargo test -p superinfer-core --lib --target wasm32-wasip1 \
+        -- kernels:: --nocapture --test-threads=1
+done
 
 if [ "$failures" -ne 0 ]; then
     echo "test-cross: $failures run(s) failed" >&2

@@ -18,7 +18,7 @@ pub(crate) mod tests;
 
 use crate::ops::attention::flash::FlashFn;
 use crate::quant::interleaved::{BatchQ8_0Fn, GemmX8Fn, GemvX8Fn, StoreTileFn};
-use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn};
+use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn, VecDotRowsFn};
 
 /// What the CPU can do, as detected by the frontend.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -82,6 +82,7 @@ pub struct F16Ops {
 pub struct Kernels {
     isa: Isa,
     vec_dot: [Option<VecDotFn>; N_TYPES],
+    vec_dot_rows: [Option<VecDotRowsFn>; N_TYPES],
     quantize: [Option<QuantizeRowFn>; N_TYPES],
     batch_q8_0: Option<BatchQ8_0Fn>,
     gemv_x8: [Option<GemvX8Fn>; N_TYPES],
@@ -104,6 +105,7 @@ impl Kernels {
         let mut k = Kernels {
             isa: Isa::Scalar,
             vec_dot: [None; N_TYPES],
+            vec_dot_rows: [None; N_TYPES],
             quantize: [None; N_TYPES],
             batch_q8_0: None,
             gemv_x8: [None; N_TYPES],
@@ -133,6 +135,17 @@ impl Kernels {
     /// `quant::vec_dot_type(ty)`.
     pub fn vec_dot(&self, ty: GgmlType) -> Option<VecDotFn> {
         self.vec_dot.get(ty.id() as usize).copied().flatten()
+    }
+
+    /// Several rows of the row layout against several tokens at once (`VecDotRowsFn`), where
+    /// the ISA has such a kernel for `ty` (wasm, which keeps the row layout); without one, the
+    /// products run [`Self::vec_dot`] per row and token.
+    pub fn vec_dot_rows(&self, ty: GgmlType) -> Option<VecDotRowsFn> {
+        self.vec_dot_rows.get(ty.id() as usize).copied().flatten()
+    }
+
+    pub fn set_vec_dot_rows(&mut self, ty: GgmlType, f: VecDotRowsFn) {
+        self.vec_dot_rows[ty.id() as usize] = Some(f);
     }
 
     /// Quantizer for an activation format (Q8_0, Q8_1, Q8_K, F16, BF16, F32).

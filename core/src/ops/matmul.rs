@@ -193,6 +193,8 @@ struct Plan<'m, 'a> {
     kernel: Kernel,
     /// The batch kernel over the same layout, if the ISA has one.
     gemm: Option<interleaved::GemmX8Fn>,
+    /// The row layout's kernel of several rows and tokens at once, if the ISA has one.
+    rows: Option<quant::VecDotRowsFn>,
     /// Output rows per work unit.
     unit: usize,
     /// The core's L2 size (the batch kernels' blocks of tokens).
@@ -246,10 +248,15 @@ impl<'m, 'a> Plan<'m, 'a> {
             Layout::X8 => k.gemm_x8(w.ty),
             Layout::Rows => None,
         };
+        let rows = match w.layout {
+            Layout::Rows => k.vec_dot_rows(w.ty),
+            Layout::X8 => None,
+        };
         Ok(Plan {
             w,
             kernel,
             gemm,
+            rows,
             unit,
             l2_bytes: k.l2_bytes(),
             store_tile: k.store_tile(),
@@ -272,13 +279,14 @@ impl<'m, 'a> Plan<'m, 'a> {
         let w = self.w;
         let unit_bytes = self.unit * w.row_bytes();
         let data = &w.data[start * unit_bytes..end * unit_bytes];
-        match self.kernel {
-            Kernel::Rows(dot) => {
+        match (self.kernel, self.rows) {
+            (Kernel::Rows(_), Some(rows)) => rows(w.cols, data, xq.bytes, 1, out),
+            (Kernel::Rows(dot), None) => {
                 for (o, row) in out.iter_mut().zip(data.chunks_exact(unit_bytes)) {
                     *o = dot(w.cols, row, xq.bytes);
                 }
             }
-            Kernel::X8(gemv) => gemv(w.cols, data, xq.bytes, xq.sums, out),
+            (Kernel::X8(gemv), _) => gemv(w.cols, data, xq.bytes, xq.sums, out),
         }
     }
 
@@ -560,8 +568,9 @@ pub fn matmul(
     let unit = plan.unit;
     let rows = w.rows;
     let dst = DisjointSlice::new(out);
-    plan.for_each_share(par, &|start, end| match plan.gemm {
-        Some(gemm) if n > 1 => gemm_units(&plan, gemm, xq, n, start, end, &dst),
+    plan.for_each_share(par, &|start, end| match (plan.gemm, plan.rows) {
+        (Some(gemm), _) if n > 1 => gemm_units(&plan, gemm, xq, n, start, end, &dst),
+        (_, Some(f)) if n > 1 => rows_units(&plan, f, xq, n, start, end, &dst),
         _ => {
             // no batch kernel: the matrix × vector kernel for each token over pieces of the
             // range small enough to stay in L2 for the next token (weights read from
@@ -582,6 +591,50 @@ pub fn matmul(
 
 /// Bytes of weights each token runs over before the next token does (kept in L2).
 const GEMV_PIECE_BYTES: usize = 64 << 10;
+
+/// Tokens a row-layout kernel call of several tokens gets at most.
+const ROWS_TOKENS: usize = 64;
+
+/// Rows `[start, end)` of a row-layout matrix against the `n` tokens through the ISA's kernel
+/// of several rows and tokens ([`quant::VecDotRowsFn`]): pieces of the range small enough to
+/// stay in L2 while blocks of tokens pass over them, each call's row-major tile moved to the
+/// token-major output.
+fn rows_units(
+    plan: &Plan<'_, '_>,
+    f: quant::VecDotRowsFn,
+    xq: &BatchAct,
+    n: usize,
+    start: usize,
+    end: usize,
+    dst: &DisjointSlice<'_, f32>,
+) {
+    let w = plan.w;
+    let (rb, ab) = (w.row_bytes(), xq.row_bytes);
+    let piece = (GEMV_PIECE_BYTES / rb.max(1)).max(1);
+    let mut tile = Vec::new();
+    for p0 in (start..end).step_by(piece) {
+        let p1 = (p0 + piece).min(end);
+        for t0 in (0..n).step_by(ROWS_TOKENS) {
+            let t1 = (t0 + ROWS_TOKENS).min(n);
+            let m = t1 - t0;
+            tile.resize((p1 - p0) * m, 0.0);
+            f(
+                w.cols,
+                &w.data[p0 * rb..p1 * rb],
+                &xq.bytes[t0 * ab..t1 * ab],
+                m,
+                &mut tile,
+            );
+            for t in 0..m {
+                // SAFETY: ranges are disjoint; token t's rows are [t·rows, (t+1)·rows).
+                let o = unsafe { dst.piece((t0 + t) * w.rows + p0, p1 - p0) };
+                for (r, o) in o.iter_mut().enumerate() {
+                    *o = tile[r * m + t];
+                }
+            }
+        }
+    }
+}
 
 /// Groups `[start, end)` of an interleaved matrix against the `n` tokens: one kernel call
 /// per `Kernels::gemm_groups` groups and block of tokens takes the groups' weights apart

@@ -21,6 +21,12 @@ use crate::error::{Error, Result};
 
 /// Dot product of `n` elements: a weight row and an activation row in the paired format.
 pub type VecDotFn = fn(n: usize, w: &[u8], a: &[u8]) -> f32;
+/// Several weight rows against several tokens: `out[r · n + t]` = row `r` of `w` · token `t`
+/// of `a`, for the `out.len() / n` rows of `w` (ggml's row layout, `cols` columns each) and the
+/// `n` activation rows back to back in `a` (each in the paired format). Each value is the
+/// table's [`VecDotFn`] of that row and token, bit for bit; the kernel takes a weight block
+/// apart once for several tokens or shares an activation block between several rows.
+pub type VecDotRowsFn = fn(cols: usize, w: &[u8], a: &[u8], n: usize, out: &mut [f32]);
 /// Quantizes one row (a whole number of blocks).
 pub type QuantizeRowFn = fn(src: &[f32], dst: &mut [u8]);
 type DequantizeRowFn = fn(src: &[u8], dst: &mut [f32]);

@@ -12,6 +12,7 @@ use crate::quant::{self, GgmlType};
 use crate::sampler::rng::Rng;
 
 mod interleaved;
+mod rows;
 
 /// The CPU features of the machine running the tests.
 pub(crate) fn host_features() -> CpuFeatures {

@@ -11,12 +11,10 @@ use core::arch::wasm32::*;
 
 use crate::quant::kquants::q2_k::BlockQ2K;
 use crate::quant::kquants::q3_k::BlockQ3K;
-use crate::quant::kquants::q4_k::BlockQ4K;
 use crate::quant::kquants::q5_k::BlockQ5K;
-use crate::quant::kquants::q6_k::BlockQ6K;
 use crate::quant::kquants::q8_k::BlockQ8K;
 use crate::quant::kquants::{scale_min_k4, GROUPS};
-use crate::quant::legacy::{h, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+use crate::quant::legacy::{h, BlockQ4_1, BlockQ5_1, BlockQ8_1};
 
 // ---- shared helpers ----
 
@@ -116,51 +114,6 @@ fn q5_high_bits(qh: [u8; 4]) -> (v128, v128) {
 
 // ---- legacy formats (32-element blocks, Q8_0 / Q8_1 activations) ----
 
-/// Q8_0 · Q8_0.
-///
-/// # Safety
-/// The CPU must support simd128.
-#[target_feature(enable = "simd128")]
-pub(super) unsafe fn dot_q8_0(_n: usize, w: &[u8], a: &[u8]) -> f32 {
-    let mut acc = f32x4_splat(0.0);
-    for (x, y) in blocks::<BlockQ8_0>(w).iter().zip(blocks::<BlockQ8_0>(a)) {
-        // SAFETY: loads at 0 and 16 of 32-element arrays.
-        let p = unsafe {
-            dot32(
-                [ld(&x.qs[..]), ld(&x.qs[16..])],
-                [ld(&y.qs[..]), ld(&y.qs[16..])],
-            )
-        };
-        // |sum| <= 32 * 128 * 127 < 2^24: the conversion is exact
-        let d = f32x4_splat(h(x.d) * h(y.d));
-        acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(p), d));
-    }
-    hsum_f32(acc)
-}
-
-/// Q4_0 · Q8_0: nibble `j` is element `j` (low) or `j + 16` (high), minus 8.
-///
-/// # Safety
-/// The CPU must support simd128.
-#[target_feature(enable = "simd128")]
-pub(super) unsafe fn dot_q4_0(_n: usize, w: &[u8], a: &[u8]) -> f32 {
-    let eight = i8x16_splat(8);
-    let mut acc = f32x4_splat(0.0);
-    for (x, y) in blocks::<BlockQ4_0>(w).iter().zip(blocks::<BlockQ8_0>(a)) {
-        // SAFETY: loads at 0 of the 16 packed bytes and 0 / 16 of the 32 activations.
-        let p = unsafe {
-            let v = ld(&x.qs[..]);
-            dot32(
-                [i8x16_sub(lo4(v), eight), i8x16_sub(hi4(v), eight)],
-                [ld(&y.qs[..]), ld(&y.qs[16..])],
-            )
-        };
-        let d = f32x4_splat(h(x.d) * h(y.d));
-        acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(p), d));
-    }
-    hsum_f32(acc)
-}
-
 /// Q4_1 · Q8_1: unsigned nibbles, plus the min times the activation block's scaled sum.
 ///
 /// # Safety
@@ -180,29 +133,6 @@ pub(super) unsafe fn dot_q4_1(_n: usize, w: &[u8], a: &[u8]) -> f32 {
         mins += h(x.m) * h(y.s);
     }
     hsum_f32(acc) + mins
-}
-
-/// Q5_0 · Q8_0: the Q4_0 nibbles plus a fifth bit from `qh`, minus 16.
-///
-/// # Safety
-/// The CPU must support simd128.
-#[target_feature(enable = "simd128")]
-pub(super) unsafe fn dot_q5_0(_n: usize, w: &[u8], a: &[u8]) -> f32 {
-    let sixteen = i8x16_splat(16);
-    let mut acc = f32x4_splat(0.0);
-    for (x, y) in blocks::<BlockQ5_0>(w).iter().zip(blocks::<BlockQ8_0>(a)) {
-        let (h0, h1) = q5_high_bits(x.qh);
-        // SAFETY: as in `dot_q4_0`.
-        let p = unsafe {
-            let v = ld(&x.qs[..]);
-            let q0 = i8x16_sub(v128_or(lo4(v), h0), sixteen);
-            let q1 = i8x16_sub(v128_or(hi4(v), h1), sixteen);
-            dot32([q0, q1], [ld(&y.qs[..]), ld(&y.qs[16..])])
-        };
-        let d = f32x4_splat(h(x.d) * h(y.d));
-        acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(p), d));
-    }
-    hsum_f32(acc)
 }
 
 /// Q5_1 · Q8_1: unsigned 5-bit quants plus the min term.
@@ -365,37 +295,6 @@ fn mins_dot(y: &BlockQ8K, mins: [v128; 2]) -> i32 {
     ))
 }
 
-/// Q4_K · Q8_K: element `64j + k` is the low (k < 32) or high nibble of `qs[32j + k % 32]`,
-/// with sub-block scale/min `2j` or `2j + 1`.
-///
-/// # Safety
-/// The CPU must support simd128.
-#[target_feature(enable = "simd128")]
-pub(super) unsafe fn dot_q4_k(_n: usize, w: &[u8], a: &[u8]) -> f32 {
-    let mut sum = 0.0f32;
-    for (x, y) in blocks::<BlockQ4K>(w).iter().zip(blocks::<BlockQ8K>(a)) {
-        let (sc, mn) = k4_scales(&x.scales);
-        // SAFETY: as in `dot_q2_k`.
-        let isum = unsafe {
-            let mut acc = i32x4_splat(0);
-            for j in 0..4 {
-                let q0 = ld(&x.qs[32 * j..]);
-                let q1 = ld(&x.qs[32 * j + 16..]);
-                let yq = &y.qs[64 * j..];
-                let lo = dot32([lo4(q0), lo4(q1)], [ld(yq), ld(&yq[16..])]);
-                let hi = dot32([hi4(q0), hi4(q1)], [ld(&yq[32..]), ld(&yq[48..])]);
-                acc = i32x4_add(acc, i32x4_mul(lo, i32x4_splat(sc[2 * j])));
-                acc = i32x4_add(acc, i32x4_mul(hi, i32x4_splat(sc[2 * j + 1])));
-            }
-            hsum_i32(acc)
-        };
-        let msum = mins_dot(y, mn);
-        let (d, dmin, d8) = (h(x.d), h(x.dmin), f32::from_le_bytes(y.d));
-        sum += d * d8 * isum as f32 - dmin * d8 * msum as f32;
-    }
-    sum
-}
-
 /// Q5_K · Q8_K: Q4_K plus a fifth bit, bit `2j` (low nibbles) or `2j + 1` (high) of
 /// `qh[k % 32]`.
 ///
@@ -429,49 +328,6 @@ pub(super) unsafe fn dot_q5_k(_n: usize, w: &[u8], a: &[u8]) -> f32 {
         let msum = mins_dot(y, mn);
         let (d, dmin, d8) = (h(x.d), h(x.dmin), f32::from_le_bytes(y.d));
         sum += d * d8 * isum as f32 - dmin * d8 * msum as f32;
-    }
-    sum
-}
-
-/// Q6_K · Q8_K. In each 128-element half `n`, the 16-element group `i` takes its low nibbles
-/// from `ql[64n + 16(i % 4)..]` (low for i < 4, high after) and its two high bits from
-/// `qh[32n + 16(i % 2)..]` at bit `2(i / 2)`; quants are biased by 32.
-///
-/// # Safety
-/// The CPU must support simd128.
-#[target_feature(enable = "simd128")]
-pub(super) unsafe fn dot_q6_k(_n: usize, w: &[u8], a: &[u8]) -> f32 {
-    let m30 = u8x16_splat(0x30);
-    let thirty_two = i8x16_splat(32);
-    let mut sum = 0.0f32;
-    for (x, y) in blocks::<BlockQ6K>(w).iter().zip(blocks::<BlockQ8K>(a)) {
-        // SAFETY: as in `dot_q2_k`.
-        let isum = unsafe {
-            let mut acc = i32x4_splat(0);
-            for n in 0..2 {
-                let ql = &x.ql[64 * n..];
-                let (l0, l1, l2, l3) = (ld(ql), ld(&ql[16..]), ld(&ql[32..]), ld(&ql[48..]));
-                let (h0, h1) = (ld(&x.qh[32 * n..]), ld(&x.qh[32 * n + 16..]));
-                // (qh >> 2s & 3) << 4 for s = 0..4, as shifts landing on bits 4..6
-                let q = [
-                    v128_or(lo4(l0), v128_and(i8x16_shl(h0, 4), m30)),
-                    v128_or(lo4(l1), v128_and(i8x16_shl(h1, 4), m30)),
-                    v128_or(lo4(l2), v128_and(i8x16_shl(h0, 2), m30)),
-                    v128_or(lo4(l3), v128_and(i8x16_shl(h1, 2), m30)),
-                    v128_or(hi4(l0), v128_and(h0, m30)),
-                    v128_or(hi4(l1), v128_and(h1, m30)),
-                    v128_or(hi4(l2), v128_and(u8x16_shr(h0, 2), m30)),
-                    v128_or(hi4(l3), v128_and(u8x16_shr(h1, 2), m30)),
-                ];
-                for (i, q) in q.into_iter().enumerate() {
-                    let g = 8 * n + i;
-                    let v = i8x16_sub(q, thirty_two);
-                    acc = dot16_scaled(acc, v, ld(&y.qs[16 * g..]), x.scales[g] as i32);
-                }
-            }
-            hsum_i32(acc)
-        };
-        sum += h(x.d) * f32::from_le_bytes(y.d) * isum as f32;
     }
     sum
 }

@@ -1,0 +1,232 @@
+//! Q4_0, Q5_0 and Q8_0 rows against Q8_0 activations, several rows or tokens a call.
+//!
+//! A weight block becomes four int16 vectors in "split" order: the even elements of its
+//! first 16, the odd ones, the even ones of the last 16, the odd ones. That is the order the
+//! nibbles come out of 16 packed bytes read as int16 lanes (`v & 0xF`, `v >> 8 & 0xF`,
+//! `v >> 4 & 0xF`, `v >> 12`: six operations for 32 quants, no widening), and the
+//! activations are prepared once per call in the same order (`split_i8`), so a block's dot
+//! product is four `i32x4.dot_i16x8_s`. Q4_0 and Q5_0 keep their quants unsigned
+//! (0..15, 0..31) and take the offset off the block's exact sum with the activation block's
+//! sum (`Σ (q - 8)·y = Σ q·y - 8·Σ y`).
+//!
+//! Per (row, token) the float arithmetic is the scalar oracle's, `sum += isum as f32 · (dx ·
+//! dy)` block after block, in a vector lane: four rows' block sums are reduced to one vector
+//! (`reduce4`) and scaled by the four rows' f16 scales at once (their bits moved into place,
+//! the rebias folded into the prepared activation scale), so the result is the oracle's bit
+//! for bit.
+
+use core::arch::wasm32::*;
+use core::marker::PhantomData;
+
+use super::common::{
+    dot4, f16_bits, f16_bits4, f16_special, fence, ld, rd16, reduce4, split_i8, Prep, RowKernel,
+    F16_REBIAS, PREP_VECTORS,
+};
+use crate::quant::legacy::h;
+
+/// A 32-element weight format whose blocks start with an f16 scale and dot with Q8_0.
+pub(super) trait Legacy {
+    /// Bytes per block.
+    const BYTES: usize;
+    /// `log2` of the offset the unsigned quants carry (0: signed quants, none).
+    const SHIFT: u32;
+
+    /// The block's 32 quants as four int16 vectors in split order.
+    ///
+    /// # Safety
+    /// `x` must point to a whole block.
+    unsafe fn weights(x: *const u8) -> [v128; 4];
+}
+
+pub(super) struct Q4_0;
+pub(super) struct Q5_0;
+pub(super) struct Q8_0;
+
+impl Legacy for Q4_0 {
+    const BYTES: usize = 18;
+    const SHIFT: u32 = 3;
+
+    #[inline(always)]
+    unsafe fn weights(x: *const u8) -> [v128; 4] {
+        // SAFETY: the 16 quant bytes follow the scale.
+        let v = unsafe { ld(x.add(2)) };
+        let m = i16x8_splat(0x0F);
+        [
+            v128_and(v, m),
+            v128_and(u16x8_shr(v, 8), m),
+            v128_and(u16x8_shr(v, 4), m),
+            u16x8_shr(v, 12),
+        ]
+    }
+}
+
+impl Legacy for Q5_0 {
+    const BYTES: usize = 22;
+    const SHIFT: u32 = 0;
+
+    /// Signed quants: `nibble - 16` where the fifth bit is clear, tested in int16 lanes
+    /// against the low or high half of `qh` (element `2j` of a half: bit `2j`, odd `2j + 1`).
+    #[inline(always)]
+    unsafe fn weights(x: *const u8) -> [v128; 4] {
+        // SAFETY: qh at 2..6 and the 16 quant bytes at 6..22 of the block.
+        let (lo, hi, v) = unsafe {
+            (
+                v128_load16_splat(x.add(2) as *const u16),
+                v128_load16_splat(x.add(4) as *const u16),
+                ld(x.add(6)),
+            )
+        };
+        let even = i16x8(1, 4, 16, 64, 256, 1024, 4096, 16384);
+        let odd = i16x8(2, 8, 32, 128, 512, 2048, 8192, -32768);
+        let nib = i16x8_splat(0x0F);
+        let minus16 = i16x8_splat(-16);
+        // -16 in lanes whose bit is clear
+        let off = |h: v128, m: v128| v128_and(i16x8_eq(v128_and(h, m), i16x8_splat(0)), minus16);
+        [
+            i16x8_add(v128_and(v, nib), off(lo, even)),
+            i16x8_add(v128_and(u16x8_shr(v, 8), nib), off(lo, odd)),
+            i16x8_add(v128_and(u16x8_shr(v, 4), nib), off(hi, even)),
+            i16x8_add(u16x8_shr(v, 12), off(hi, odd)),
+        ]
+    }
+}
+
+impl Legacy for Q8_0 {
+    const BYTES: usize = 34;
+    const SHIFT: u32 = 0;
+
+    #[inline(always)]
+    unsafe fn weights(x: *const u8) -> [v128; 4] {
+        // SAFETY: the 32 quant bytes follow the scale.
+        let (v0, v1) = unsafe { (ld(x.add(2)), ld(x.add(18))) };
+        let [e0, o0] = split_i8(v0);
+        let [e1, o1] = split_i8(v1);
+        [e0, o0, e1, o1]
+    }
+}
+
+/// The row kernels of format `F` ([`RowKernel`] for `common::drive`).
+pub(super) struct Rows<F>(PhantomData<F>);
+
+/// Bytes of a Q8_0 activation block.
+const Q8_0_BYTES: usize = 34;
+
+impl<F: Legacy> RowKernel for Rows<F> {
+    const QK: usize = 32;
+    const BYTES: usize = F::BYTES;
+    const ACT_BYTES: usize = Q8_0_BYTES;
+    const PREP_BLOCKS: usize = PREP_VECTORS / 4;
+
+    #[inline(always)]
+    unsafe fn prepare(p: &mut Prep, a: *const u8, a_row: usize, t: usize, b0: usize, b1: usize) {
+        let (q, sums, scales) = (p.q(), p.sums(), p.scales());
+        let ones = i16x8_splat(1);
+        for b in b0..b1 {
+            for tk in 0..t {
+                let i = (b - b0) * t + tk;
+                // SAFETY: token tk's block b is inside `a` and slot i inside the buffer (the
+                // caller's contract).
+                unsafe {
+                    let y = a.add(tk * a_row + b * Q8_0_BYTES);
+                    let [e0, o0] = split_i8(ld(y.add(2)));
+                    let [e1, o1] = split_i8(ld(y.add(18)));
+                    let dst = q.add(4 * i);
+                    *dst = e0;
+                    *dst.add(1) = o0;
+                    *dst.add(2) = e1;
+                    *dst.add(3) = o1;
+                    // |sum of four int8| <= 512: exact in int16
+                    let s16 = i16x8_add(i16x8_add(e0, o0), i16x8_add(e1, o1));
+                    *sums.add(i) = super::common::hsum_i32(i32x4_dot_i16x8(s16, ones)) << F::SHIFT;
+                    *scales.add(i) = h([*y, *y.add(1)]) * F16_REBIAS;
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn rows4(
+        w: [*const u8; 4],
+        p: &mut Prep,
+        b0: usize,
+        b1: usize,
+        mut acc: v128,
+    ) -> (v128, bool) {
+        let (q, sums, scales) = (p.q(), p.sums(), p.scales());
+        let mut flag = i16x8_splat(0);
+        let mut slot = i16x8_splat(0);
+        for b in b0..b1 {
+            let i = b - b0;
+            // SAFETY: block b of each row and slot i of the buffer (the caller's contract).
+            unsafe {
+                let x = w.map(|w| w.add(b * F::BYTES));
+                let a = q.add(4 * i);
+                let mut isum = reduce4([
+                    fence(&mut slot, dot4(F::weights(x[0]), a)),
+                    fence(&mut slot, dot4(F::weights(x[1]), a)),
+                    fence(&mut slot, dot4(F::weights(x[2]), a)),
+                    dot4(F::weights(x[3]), a),
+                ]);
+                if F::SHIFT > 0 {
+                    isum = i32x4_sub(isum, i32x4_splat(*sums.add(i)));
+                }
+                let raw = i16x8_splat(0);
+                let raw = v128_load16_lane::<0>(raw, x[0] as *const u16);
+                let raw = v128_load16_lane::<1>(raw, x[1] as *const u16);
+                let raw = v128_load16_lane::<2>(raw, x[2] as *const u16);
+                let raw = v128_load16_lane::<3>(raw, x[3] as *const u16);
+                flag = u16x8_max(flag, i16x8_shl(raw, 1));
+                let d = f32x4_mul(
+                    f16_bits4(i32x4_extend_low_i16x8(raw)),
+                    f32x4_splat(*scales.add(i)),
+                );
+                acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(isum), d));
+            }
+        }
+        // an f16 with an all-ones exponent: (bits << 1) >= 0xF800
+        (acc, v128_any_true(u16x8_ge(flag, u16x8_splat(0xF800))))
+    }
+
+    #[inline(always)]
+    unsafe fn tokens4(
+        w: *const u8,
+        p: &mut Prep,
+        b0: usize,
+        b1: usize,
+        mut acc: v128,
+    ) -> (v128, bool) {
+        let (q, sums, scales) = (p.q(), p.sums(), p.scales());
+        let mut special = false;
+        for b in b0..b1 {
+            let i = b - b0;
+            // SAFETY: block b of the row and slots 4i .. 4i + 4 of the buffer (the caller's
+            // contract).
+            unsafe {
+                let x = w.add(b * F::BYTES);
+                let wv = F::weights(x);
+                let a = q.add(16 * i);
+                let mut isum = reduce4([
+                    dot4(wv, a),
+                    dot4(wv, a.add(4)),
+                    dot4(wv, a.add(8)),
+                    dot4(wv, a.add(12)),
+                ]);
+                if F::SHIFT > 0 {
+                    isum = i32x4_sub(isum, v128_load(sums.add(4 * i) as *const v128));
+                }
+                let dx = rd16(x);
+                special |= f16_special(dx);
+                let d = f32x4_mul(
+                    f32x4_splat(f16_bits(dx)),
+                    v128_load(scales.add(4 * i) as *const v128),
+                );
+                acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(isum), d));
+            }
+        }
+        (acc, special)
+    }
+
+    fn has_special(block: &[u8]) -> bool {
+        f16_special(u16::from_le_bytes([block[0], block[1]]))
+    }
+}
