@@ -51,7 +51,18 @@ failures=0
 # run_parity LABEL ISA X8 CARGO_ARGS... : runs the tests, then checks that parity_ISA ran,
 # passed and was not skipped; with X8=x8, interleaved_parity_ISA too (the interleaved-weight
 # kernels; it asserts the table has them for every interleaved format); with X8=rows,
-# rows_parity_ISA instead (the row-layout kernels of several rows and tokens).
+# rows_parity_ISA, f16_ops_parity_ISA and the flash tiles' test (every ISA's tile against
+# the scalar one) instead.
+# all_ran LOG TEST... : every named test ran (called once the run passed; a test's own
+# SKIPPED lines for other ISAs may come between its name and its "ok")
+all_ran() {
+    local log=$1 t
+    shift
+    for t in "$@"; do
+        grep -q "^test $t \.\.\. " "$log" || return 1
+    done
+}
+
 run_parity() {
     local label=$1 isa=$2 x8=$3
     shift 3
@@ -76,9 +87,10 @@ run_parity() {
         ! grep -q "^test kernels::tests::interleaved::interleaved_parity_$isa \.\.\. ok$" "$log"; then
         echo "test-cross: $label: interleaved_parity_$isa did not run" >&2
         failures=$((failures + 1))
-    elif [ "$x8" = rows ] &&
-        ! grep -q "^test kernels::tests::rows::rows_parity_$isa \.\.\. ok$" "$log"; then
-        echo "test-cross: $label: rows_parity_$isa did not run" >&2
+    elif [ "$x8" = rows ] && ! all_ran "$log" "kernels::tests::rows::rows_parity_$isa" \
+        "kernels::tests::f16_ops_parity_$isa" \
+        "ops::attention::tests::flash_tiles_match_naive_attention_on_every_isa"; then
+        echo "test-cross: $label: the row kernels', f16 rows' or flash tile's parity did not run" >&2
         failures=$((failures + 1))
     else
         echo "test-cross: $label: ok ($((SECONDS - start))s)"
@@ -110,7 +122,7 @@ for features in simd128 simd128,+relaxed-simd; do
     CARGO_TARGET_WASM32_WASIP1_RUNNER="node $node_flags $root/scripts/wasi-runner.mjs" \
         run_parity "wasm32-wasip1 +$features (node $(node --version))" simd128 rows \
         cargo test -p superinfer-core --lib --target wasm32-wasip1 \
-        -- kernels:: --nocapture --test-threads=1
+        -- kernels:: ops::attention:: --nocapture --test-threads=1
 done
 
 if [ "$failures" -ne 0 ]; then

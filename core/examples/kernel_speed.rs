@@ -14,9 +14,10 @@ use superinfer_core::ops::matmul::{matmul, matvec, ActBuf, BatchAct, QMatrix};
 use superinfer_core::parallel::Sequential;
 use superinfer_core::quant::{self, GgmlType};
 
-/// (label, rows, cols): Qwen2.5-0.5B's FFN down projection (a few MB: L3 on a desktop core)
-/// and 128 rows of 1536 columns (about 100-200 KB: L2). Columns in whole k-quant blocks.
-const SHAPES: [(&str, usize, usize); 2] = [("l2", 128, 1536), ("l3", 896, 4864)];
+/// (label, rows, cols): Qwen2.5-0.5B's FFN down projection (a few MB: L3 on a desktop core),
+/// 128 rows of 1536 columns (about 100-200 KB: L2) and rows of 4864 columns filling 128 MB
+/// (rows 0: from DRAM, like a decode step's weights). Columns in whole k-quant blocks.
+const SHAPES: [(&str, usize, usize); 3] = [("l2", 128, 1536), ("l3", 896, 4864), ("dram", 0, 4864)];
 /// Token counts of the batch runs (the browser package prefills 64 tokens a call).
 const TOKENS: [usize; 2] = [8, 64];
 
@@ -95,10 +96,24 @@ fn main() {
     for ty in formats {
         for (label, rows, cols) in SHAPES {
             let row_bytes = ty.bytes_for(cols as u64).unwrap() as usize;
+            let rows = if rows == 0 {
+                (128 << 20) / row_bytes / 8 * 8
+            } else {
+                rows
+            };
             let mut data = vec![0u8; rows * row_bytes];
-            for row in data.chunks_exact_mut(row_bytes) {
-                let x: Vec<f32> = (0..cols).map(|_| rng.f32()).collect();
-                quant::quantize_row(ty, &x, row).unwrap();
+            // 64 distinct rows, repeated (quantizing 128 MB would take longer than timing it)
+            for (r, row) in data.chunks_exact_mut(row_bytes).enumerate() {
+                if r < 64 {
+                    let x: Vec<f32> = (0..cols).map(|_| rng.f32()).collect();
+                    quant::quantize_row(ty, &x, row).unwrap();
+                }
+            }
+            for r in 64..rows {
+                data.copy_within(
+                    (r % 64) * row_bytes..(r % 64 + 1) * row_bytes,
+                    r * row_bytes,
+                );
             }
             let mut w = QMatrix::new(ty, rows, cols, &data).unwrap();
             w.interleave(&k).unwrap();

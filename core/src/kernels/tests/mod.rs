@@ -483,6 +483,11 @@ fn f16_ops_parity_avx2() {
 }
 
 #[test]
+fn f16_ops_parity_simd128() {
+    f16_ops_parity(Isa::Simd128);
+}
+
+#[test]
 fn f16_ops_parity_avx512() {
     f16_ops_parity(Isa::Avx512);
 }

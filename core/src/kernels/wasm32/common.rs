@@ -103,14 +103,15 @@ pub(super) fn f16_special(h: u16) -> bool {
 }
 
 /// f16 bits (the low half of each u32 lane, zero-extended) to f32, exactly, infinities and NaNs
-/// included.
+/// included (NaNs quieted, as the `half` crate converts them).
 #[inline(always)]
 pub(super) fn f16_to_f32(v: v128) -> v128 {
     let abs = v128_and(v, u32x4_splat(0x7FFF));
     let sign = i32x4_shl(v128_and(v, u32x4_splat(0x8000)), 16);
     let bits = i32x4_shl(abs, 13);
     let finite = f32x4_mul(bits, f32x4_splat(F16_REBIAS));
-    let special = v128_or(bits, u32x4_splat(0x7F80_0000));
+    let quiet = v128_and(i32x4_gt(abs, i32x4_splat(0x7C00)), u32x4_splat(0x0040_0000));
+    let special = v128_or(v128_or(bits, u32x4_splat(0x7F80_0000)), quiet);
     let is_special = i32x4_gt(abs, i32x4_splat(0x7BFF));
     v128_or(v128_bitselect(special, finite, is_special), sign)
 }
@@ -278,21 +279,28 @@ pub(super) unsafe fn drive<K: RowKernel>(
                         v128_store(o as *mut v128, acc);
                     }
                 } else {
-                    let mut r = 0;
-                    while r < rows {
-                        // a last partial quad repeats its last row; only real rows are stored
-                        let real = (rows - r).min(4);
-                        let rw =
-                            core::array::from_fn(|i| wp.add((r + i.min(real - 1)) * row_bytes));
+                    // quad k takes rows k, q + k, 2q + k, 3q + k: four long sequential streams
+                    // through the weights (the hardware prefetcher follows them from DRAM;
+                    // four neighbouring rows would start four short ones every quad), then
+                    // a last partial quad repeating its last row (only real rows stored)
+                    let q = rows / 4;
+                    for k in 0..q + usize::from(!rows.is_multiple_of(4)) {
+                        let (idx, real) = if k < q {
+                            ([k, q + k, 2 * q + k, 3 * q + k], 4)
+                        } else {
+                            let r = 4 * q;
+                            let real = rows - r;
+                            (core::array::from_fn(|i| r + i.min(real - 1)), real)
+                        };
+                        let rw = idx.map(|r| wp.add(r * row_bytes));
                         let acc = if b0 == 0 {
                             f32x4_splat(0.0)
                         } else {
-                            load4(op, r, real, n, t0)
+                            load4(op, idx, real, n, t0)
                         };
                         let (acc, s) = K::rows4(rw, &mut p, b0, b1, acc);
                         special |= s;
-                        store4(op, r, real, n, t0, acc);
-                        r += real;
+                        store4(op, idx, real, n, t0, acc);
                     }
                 }
             }
@@ -305,24 +313,19 @@ pub(super) unsafe fn drive<K: RowKernel>(
     }
 }
 
-/// The sums of rows `r .. r + real` (at most four) for token `t` (`out[(r + i) · n + t]`) as
-/// lanes (the other lanes 0).
+/// The sums of the first `real` rows of `idx` for token `t` (`out[idx[i] · n + t]`) as lanes
+/// (the other lanes 0).
 ///
 /// # Safety
 /// Those values must be readable.
 #[inline(always)]
-unsafe fn load4(out: *const f32, r: usize, real: usize, n: usize, t: usize) -> v128 {
-    // SAFETY (both arms): the caller's contract.
-    unsafe {
-        if n == 1 && real == 4 {
-            return v128_load(out.add(r) as *const v128);
-        }
-        let mut v = [0f32; 4];
-        for (i, v) in v.iter_mut().enumerate().take(real) {
-            *v = *out.add((r + i) * n + t);
-        }
-        f32x4(v[0], v[1], v[2], v[3])
+unsafe fn load4(out: *const f32, idx: [usize; 4], real: usize, n: usize, t: usize) -> v128 {
+    let mut v = [0f32; 4];
+    for (v, &r) in v.iter_mut().zip(&idx).take(real) {
+        // SAFETY: the caller's contract.
+        *v = unsafe { *out.add(r * n + t) };
     }
+    f32x4(v[0], v[1], v[2], v[3])
 }
 
 /// Stores [`load4`]'s lanes back.
@@ -330,22 +333,16 @@ unsafe fn load4(out: *const f32, r: usize, real: usize, n: usize, t: usize) -> v
 /// # Safety
 /// As [`load4`], writable.
 #[inline(always)]
-unsafe fn store4(out: *mut f32, r: usize, real: usize, n: usize, t: usize, v: v128) {
-    // SAFETY (both arms): the caller's contract.
-    unsafe {
-        if n == 1 && real == 4 {
-            v128_store(out.add(r) as *mut v128, v);
-            return;
-        }
-        let v = [
-            f32x4_extract_lane::<0>(v),
-            f32x4_extract_lane::<1>(v),
-            f32x4_extract_lane::<2>(v),
-            f32x4_extract_lane::<3>(v),
-        ];
-        for (i, v) in v.iter().enumerate().take(real) {
-            *out.add((r + i) * n + t) = *v;
-        }
+unsafe fn store4(out: *mut f32, idx: [usize; 4], real: usize, n: usize, t: usize, v: v128) {
+    let v = [
+        f32x4_extract_lane::<0>(v),
+        f32x4_extract_lane::<1>(v),
+        f32x4_extract_lane::<2>(v),
+        f32x4_extract_lane::<3>(v),
+    ];
+    for (v, &r) in v.iter().zip(&idx).take(real) {
+        // SAFETY: the caller's contract.
+        unsafe { *out.add(r * n + t) = *v };
     }
 }
 

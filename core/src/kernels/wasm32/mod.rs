@@ -16,6 +16,8 @@
 #[cfg(target_feature = "simd128")]
 mod common;
 #[cfg(target_feature = "simd128")]
+mod flash;
+#[cfg(target_feature = "simd128")]
 mod kquants;
 #[cfg(target_feature = "simd128")]
 mod legacy;
@@ -100,5 +102,10 @@ pub(super) unsafe fn fill_simd128(k: &mut Kernels, _f: &CpuFeatures) {
             k.set_vec_dot(ty, dot);
             k.set_vec_dot_rows(ty, rows);
         }
+        k.set_flash(flash::flash_simd128);
+        k.set_f16_ops(super::F16Ops {
+            to_f32: flash::f16_to_f32_row,
+            from_f32: super::generic::f16::from_f32,
+        });
     }
 }
