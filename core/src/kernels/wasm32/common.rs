@@ -140,13 +140,17 @@ pub(super) unsafe fn rd32(p: *const u32) -> u32 {
 /// stay in L1 while the call's rows pass over them).
 pub(super) const PREP_VECTORS: usize = 1024;
 
-/// A stack buffer for prepared activations: `PREP_VECTORS` vectors and a quarter as many
-/// 32-bit values of each of two kinds (sums, scales). Left uninitialised: a kernel reads only
-/// what it wrote.
+/// 32-bit values of each kind (block sums, scales) in the preparation buffer: a kernel's
+/// [`RowKernel::PREP_BLOCKS`] is at most this.
+pub(super) const PREP_SCALARS: usize = PREP_VECTORS / 2;
+
+/// A stack buffer for prepared activations: `PREP_VECTORS` vectors and `PREP_SCALARS` 32-bit
+/// values of each of two kinds (sums, scales). Left uninitialised: a kernel reads only what
+/// it wrote.
 pub(super) struct Prep {
     q: MaybeUninit<[v128; PREP_VECTORS]>,
-    sums: MaybeUninit<[i32; PREP_VECTORS / 4]>,
-    scales: MaybeUninit<[f32; PREP_VECTORS / 4]>,
+    sums: MaybeUninit<[i32; PREP_SCALARS]>,
+    scales: MaybeUninit<[f32; PREP_SCALARS]>,
 }
 
 impl Prep {
@@ -184,7 +188,8 @@ pub(super) trait RowKernel {
     const BYTES: usize;
     /// Bytes per activation block.
     const ACT_BYTES: usize;
-    /// Blocks one token's activations take in the [`Prep`] buffer, at most.
+    /// Blocks of one token's activations the [`Prep`] buffer holds (at most
+    /// [`PREP_SCALARS`]).
     const PREP_BLOCKS: usize;
 
     /// Prepares blocks `b0..b1` of the `t` tokens at `a` (rows of `a_row` bytes) into `p`,
@@ -251,6 +256,7 @@ pub(super) unsafe fn drive<K: RowKernel>(
         out.fill(0.0);
         return;
     }
+    const { assert!(K::PREP_BLOCKS <= PREP_SCALARS) };
     let mut p = Prep::new();
     let mut special = false;
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());

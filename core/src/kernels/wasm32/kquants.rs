@@ -20,9 +20,15 @@ use super::common::{
 
 /// Bytes of a Q8_K activation block: d (f32), 256 quants, 16 group sums (i16).
 const Q8_K_BYTES: usize = 292;
-/// Prepared vectors per token and super-block: 16 groups' even and odd halves, then the 16
-/// group sums.
-const PREP_SB: usize = 34;
+/// Prepared vectors per token and super-block: the 256 quants (16 groups' even and odd
+/// halves as int16; as int8 bytes in the relaxed-simd build, `relaxed.rs`), then the 16
+/// group sums (two vectors, at [`BSUMS`]).
+#[cfg(not(target_feature = "relaxed-simd"))]
+pub(super) const PREP_SB: usize = 34;
+#[cfg(target_feature = "relaxed-simd")]
+pub(super) const PREP_SB: usize = 18;
+/// Where a prepared super-block's group sums are.
+pub(super) const BSUMS: usize = PREP_SB - 2;
 
 /// A k-quant weight format.
 pub(super) trait KQuant {
@@ -58,7 +64,7 @@ pub(super) struct Q6K;
 /// # Safety
 /// `x` a whole super-block.
 #[inline(always)]
-unsafe fn q4_k_scales_mins(x: *const u8) -> v128 {
+pub(super) unsafe fn q4_k_scales_mins(x: *const u8) -> v128 {
     // SAFETY: the 12 scale bytes at 4..16.
     let (s0, s1, s2) = unsafe {
         let p = x.add(4) as *const u32;
@@ -78,6 +84,7 @@ unsafe fn q4_k_scales_mins(x: *const u8) -> v128 {
 /// The four int16 vectors of 16 packed Q4_K bytes: low nibbles (even, odd elements), high
 /// nibbles (even, odd).
 #[inline(always)]
+#[cfg(not(target_feature = "relaxed-simd"))]
 fn nibbles(v: v128) -> [v128; 4] {
     let m = i16x8_splat(0x0F);
     [
@@ -90,10 +97,11 @@ fn nibbles(v: v128) -> [v128; 4] {
 
 /// `w[0]·a[0] + w[1]·a[1]` in i32 lanes.
 #[inline(always)]
-fn dot2(w0: v128, w1: v128, a0: v128, a1: v128) -> v128 {
+pub(super) fn dot2(w0: v128, w1: v128, a0: v128, a1: v128) -> v128 {
     i32x4_add(i32x4_dot_i16x8(w0, a0), i32x4_dot_i16x8(w1, a1))
 }
 
+#[cfg(not(target_feature = "relaxed-simd"))]
 impl KQuant for Q4K {
     const BYTES: usize = 144;
 
@@ -132,7 +140,7 @@ impl KQuant for Q4K {
             acc = fence(&mut slot, acc);
         }
         // SAFETY: the group sums follow the 32 prepared vectors.
-        let msum = unsafe { mins_dot(sm, a.add(32)) };
+        let msum = unsafe { mins_dot(sm, a.add(BSUMS)) };
         (acc, msum)
     }
 
@@ -191,7 +199,7 @@ impl KQuant for Q4K {
             }
         }
         // SAFETY: each token's group sums follow its 32 prepared vectors.
-        let msum = unsafe { core::array::from_fn(|t| mins_dot(sm, a.add(t * PREP_SB + 32))) };
+        let msum = unsafe { core::array::from_fn(|t| mins_dot(sm, a.add(t * PREP_SB + BSUMS))) };
         (acc, msum)
     }
 
@@ -204,6 +212,7 @@ impl KQuant for Q4K {
 
 /// Lane `L` of `v` in all four lanes.
 #[inline(always)]
+#[cfg(not(target_feature = "relaxed-simd"))]
 fn splat_lane<const L: usize>(v: v128) -> v128 {
     i32x4_shuffle::<L, L, L, L>(v, v)
 }
@@ -214,7 +223,7 @@ fn splat_lane<const L: usize>(v: v128) -> v128 {
 /// # Safety
 /// `bsums` two readable vectors.
 #[inline(always)]
-unsafe fn mins_dot(sm: v128, bsums: *const v128) -> v128 {
+pub(super) unsafe fn mins_dot(sm: v128, bsums: *const v128) -> v128 {
     let m = u16x8_extend_high_u8x16(sm);
     let m_lo = i16x8_shuffle::<0, 0, 1, 1, 2, 2, 3, 3>(m, m);
     let m_hi = i16x8_shuffle::<4, 4, 5, 5, 6, 6, 7, 7>(m, m);
@@ -226,6 +235,7 @@ unsafe fn mins_dot(sm: v128, bsums: *const v128) -> v128 {
 /// + 0..16` (groups `8n + h + {0, 2, 4, 6}`), each even then odd, from 16 bytes of `ql` at
 /// `64n + 16h` (`l`), at `64n + 32 + 16h` (`m`) and 16 of `qh` at `32n + 16h` (`hb`).
 #[inline(always)]
+#[cfg(not(target_feature = "relaxed-simd"))]
 fn q6_piece(l: v128, m: v128, hb: v128) -> [v128; 8] {
     let (nib, top) = (i16x8_splat(0x0F), i16x8_splat(0x30));
     let hi = |v: v128| v128_and(v, top);
@@ -247,7 +257,7 @@ fn q6_piece(l: v128, m: v128, hb: v128) -> [v128; 8] {
 /// # Safety
 /// `x` a whole super-block, `bsums` two readable vectors.
 #[inline(always)]
-unsafe fn q6_scales(x: *const u8, bsums: *const v128) -> ([v128; 2], v128) {
+pub(super) unsafe fn q6_scales(x: *const u8, bsums: *const v128) -> ([v128; 2], v128) {
     // SAFETY: the 16 scales at 192..208; the caller's contract.
     let (s, b0, b1) = unsafe { (ld(x.add(192)), *bsums, *bsums.add(1)) };
     let sc = [i16x8_extend_low_i8x16(s), i16x8_extend_high_i8x16(s)];
@@ -255,13 +265,14 @@ unsafe fn q6_scales(x: *const u8, bsums: *const v128) -> ([v128; 2], v128) {
     (sc, i32x4_neg(off))
 }
 
+#[cfg(not(target_feature = "relaxed-simd"))]
 impl KQuant for Q6K {
     const BYTES: usize = 210;
 
     #[inline(always)]
     unsafe fn row(x: *const u8, a: *const v128) -> (v128, v128) {
         // SAFETY: the group sums follow the 32 prepared vectors.
-        let (sc, mut acc) = unsafe { q6_scales(x, a.add(32)) };
+        let (sc, mut acc) = unsafe { q6_scales(x, a.add(BSUMS)) };
         let sc32 = [
             i32x4_extend_low_i16x8(sc[0]),
             i32x4_extend_high_i16x8(sc[0]),
@@ -309,7 +320,7 @@ impl KQuant for Q6K {
         let mut sc = [i16x8_splat(0); 2];
         for (t, acc) in acc.iter_mut().enumerate() {
             // SAFETY: token t's group sums follow its 32 prepared vectors.
-            let (s, off) = unsafe { q6_scales(x, a.add(t * PREP_SB + 32)) };
+            let (s, off) = unsafe { q6_scales(x, a.add(t * PREP_SB + BSUMS)) };
             (sc, *acc) = (s, off);
         }
         let mut slot = i32x4_splat(0);
@@ -384,12 +395,17 @@ impl<F: KQuant> RowKernel for Rows<F> {
                     let y = a.add(tk * a_row + b * Q8_K_BYTES);
                     let dst = q.add(PREP_SB * i);
                     for g in 0..16 {
-                        let [e, o] = split_i8(ld(y.add(4 + 16 * g)));
-                        *dst.add(2 * g) = e;
-                        *dst.add(2 * g + 1) = o;
+                        let v = ld(y.add(4 + 16 * g));
+                        if cfg!(target_feature = "relaxed-simd") {
+                            *dst.add(g) = v;
+                        } else {
+                            let [e, o] = split_i8(v);
+                            *dst.add(2 * g) = e;
+                            *dst.add(2 * g + 1) = o;
+                        }
                     }
-                    *dst.add(32) = ld(y.add(260));
-                    *dst.add(33) = ld(y.add(276));
+                    *dst.add(BSUMS) = ld(y.add(260));
+                    *dst.add(BSUMS + 1) = ld(y.add(276));
                     *scales.add(i) = f32::from_le_bytes([*y, *y.add(1), *y.add(2), *y.add(3)]);
                 }
             }

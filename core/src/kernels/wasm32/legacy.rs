@@ -19,32 +19,71 @@ use core::arch::wasm32::*;
 use core::marker::PhantomData;
 
 use super::common::{
-    dot4, f16_bits, f16_bits4, f16_special, fence, ld, rd16, reduce4, split_i8, Prep, RowKernel,
-    F16_REBIAS, PREP_VECTORS,
+    dot4, f16_bits, f16_bits4, f16_special, fence, hsum_i32, ld, rd16, reduce4, split_i8, Prep,
+    RowKernel, F16_REBIAS, PREP_SCALARS, PREP_VECTORS,
 };
 use crate::quant::legacy::h;
 
-/// A 32-element weight format whose blocks start with an f16 scale and dot with Q8_0.
+/// A 32-element weight format whose blocks start with an f16 scale and dot with Q8_0: how a
+/// block's quants are taken apart and multiplied with a prepared activation block (int16
+/// vectors in split order here; the relaxed-simd build's Q4_0 and Q5_0 use int8 bytes,
+/// `relaxed.rs`).
 pub(super) trait Legacy {
     /// Bytes per block.
     const BYTES: usize;
     /// `log2` of the offset the unsigned quants carry (0: signed quants, none).
     const SHIFT: u32;
+    /// Vectors of a prepared activation block.
+    const PREP: usize;
+    /// A block's quants, taken apart.
+    type W: Copy;
 
-    /// The block's 32 quants as four int16 vectors in split order.
+    /// The quants of the block at `x`.
     ///
     /// # Safety
     /// `x` must point to a whole block.
-    unsafe fn weights(x: *const u8) -> [v128; 4];
+    unsafe fn weights(x: *const u8) -> Self::W;
+
+    /// `Σ q · y` of a block's quants and a prepared activation block at `a`, in i32 lanes.
+    ///
+    /// # Safety
+    /// `a` must point to [`Self::PREP`] vectors.
+    unsafe fn dot(w: Self::W, a: *const v128) -> v128;
+
+    /// Prepares the quants of the Q8_0 block at `y` into [`Self::PREP`] vectors at `dst`.
+    ///
+    /// # Safety
+    /// `y` a whole Q8_0 block, `dst` writable.
+    unsafe fn prep(y: *const u8, dst: *mut v128);
 }
 
 pub(super) struct Q4_0;
 pub(super) struct Q5_0;
 pub(super) struct Q8_0;
 
+/// A Q8_0 activation block's 32 quants as four int16 vectors in split order.
+///
+/// # Safety
+/// As [`Legacy::prep`] with four vectors.
+#[inline(always)]
+unsafe fn prep_split(y: *const u8, dst: *mut v128) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let [e0, o0] = split_i8(ld(y.add(2)));
+        let [e1, o1] = split_i8(ld(y.add(18)));
+        *dst = e0;
+        *dst.add(1) = o0;
+        *dst.add(2) = e1;
+        *dst.add(3) = o1;
+    }
+}
+
+#[cfg(not(target_feature = "relaxed-simd"))]
 impl Legacy for Q4_0 {
     const BYTES: usize = 18;
     const SHIFT: u32 = 3;
+    const PREP: usize = 4;
+    type W = [v128; 4];
 
     #[inline(always)]
     unsafe fn weights(x: *const u8) -> [v128; 4] {
@@ -58,11 +97,26 @@ impl Legacy for Q4_0 {
             u16x8_shr(v, 12),
         ]
     }
+
+    #[inline(always)]
+    unsafe fn dot(w: [v128; 4], a: *const v128) -> v128 {
+        // SAFETY: the caller's contract.
+        unsafe { dot4(w, a) }
+    }
+
+    #[inline(always)]
+    unsafe fn prep(y: *const u8, dst: *mut v128) {
+        // SAFETY: the caller's contract.
+        unsafe { prep_split(y, dst) }
+    }
 }
 
+#[cfg(not(target_feature = "relaxed-simd"))]
 impl Legacy for Q5_0 {
     const BYTES: usize = 22;
     const SHIFT: u32 = 0;
+    const PREP: usize = 4;
+    type W = [v128; 4];
 
     /// Signed quants: `nibble - 16` where the fifth bit is clear, tested in int16 lanes
     /// against the low or high half of `qh` (element `2j` of a half: bit `2j`, odd `2j + 1`).
@@ -89,11 +143,25 @@ impl Legacy for Q5_0 {
             i16x8_add(u16x8_shr(v, 12), off(hi, odd)),
         ]
     }
+
+    #[inline(always)]
+    unsafe fn dot(w: [v128; 4], a: *const v128) -> v128 {
+        // SAFETY: the caller's contract.
+        unsafe { dot4(w, a) }
+    }
+
+    #[inline(always)]
+    unsafe fn prep(y: *const u8, dst: *mut v128) {
+        // SAFETY: the caller's contract.
+        unsafe { prep_split(y, dst) }
+    }
 }
 
 impl Legacy for Q8_0 {
     const BYTES: usize = 34;
     const SHIFT: u32 = 0;
+    const PREP: usize = 4;
+    type W = [v128; 4];
 
     #[inline(always)]
     unsafe fn weights(x: *const u8) -> [v128; 4] {
@@ -102,6 +170,18 @@ impl Legacy for Q8_0 {
         let [e0, o0] = split_i8(v0);
         let [e1, o1] = split_i8(v1);
         [e0, o0, e1, o1]
+    }
+
+    #[inline(always)]
+    unsafe fn dot(w: [v128; 4], a: *const v128) -> v128 {
+        // SAFETY: the caller's contract.
+        unsafe { dot4(w, a) }
+    }
+
+    #[inline(always)]
+    unsafe fn prep(y: *const u8, dst: *mut v128) {
+        // SAFETY: the caller's contract.
+        unsafe { prep_split(y, dst) }
     }
 }
 
@@ -115,12 +195,15 @@ impl<F: Legacy> RowKernel for Rows<F> {
     const QK: usize = 32;
     const BYTES: usize = F::BYTES;
     const ACT_BYTES: usize = Q8_0_BYTES;
-    const PREP_BLOCKS: usize = PREP_VECTORS / 4;
+    const PREP_BLOCKS: usize = if PREP_VECTORS / F::PREP < PREP_SCALARS {
+        PREP_VECTORS / F::PREP
+    } else {
+        PREP_SCALARS
+    };
 
     #[inline(always)]
     unsafe fn prepare(p: &mut Prep, a: *const u8, a_row: usize, t: usize, b0: usize, b1: usize) {
         let (q, sums, scales) = (p.q(), p.sums(), p.scales());
-        let ones = i16x8_splat(1);
         for b in b0..b1 {
             for tk in 0..t {
                 let i = (b - b0) * t + tk;
@@ -128,16 +211,12 @@ impl<F: Legacy> RowKernel for Rows<F> {
                 // caller's contract).
                 unsafe {
                     let y = a.add(tk * a_row + b * Q8_0_BYTES);
-                    let [e0, o0] = split_i8(ld(y.add(2)));
-                    let [e1, o1] = split_i8(ld(y.add(18)));
-                    let dst = q.add(4 * i);
-                    *dst = e0;
-                    *dst.add(1) = o0;
-                    *dst.add(2) = e1;
-                    *dst.add(3) = o1;
-                    // |sum of four int8| <= 512: exact in int16
-                    let s16 = i16x8_add(i16x8_add(e0, o0), i16x8_add(e1, o1));
-                    *sums.add(i) = super::common::hsum_i32(i32x4_dot_i16x8(s16, ones)) << F::SHIFT;
+                    F::prep(y, q.add(F::PREP * i));
+                    let s16 = i16x8_add(
+                        i16x8_extadd_pairwise_i8x16(ld(y.add(2))),
+                        i16x8_extadd_pairwise_i8x16(ld(y.add(18))),
+                    );
+                    *sums.add(i) = hsum_i32(i32x4_extadd_pairwise_i16x8(s16)) << F::SHIFT;
                     *scales.add(i) = h([*y, *y.add(1)]) * F16_REBIAS;
                 }
             }
@@ -160,12 +239,12 @@ impl<F: Legacy> RowKernel for Rows<F> {
             // SAFETY: block b of each row and slot i of the buffer (the caller's contract).
             unsafe {
                 let x = w.map(|w| w.add(b * F::BYTES));
-                let a = q.add(4 * i);
+                let a = q.add(F::PREP * i);
                 let mut isum = reduce4([
-                    fence(&mut slot, dot4(F::weights(x[0]), a)),
-                    fence(&mut slot, dot4(F::weights(x[1]), a)),
-                    fence(&mut slot, dot4(F::weights(x[2]), a)),
-                    dot4(F::weights(x[3]), a),
+                    fence(&mut slot, F::dot(F::weights(x[0]), a)),
+                    fence(&mut slot, F::dot(F::weights(x[1]), a)),
+                    fence(&mut slot, F::dot(F::weights(x[2]), a)),
+                    F::dot(F::weights(x[3]), a),
                 ]);
                 if F::SHIFT > 0 {
                     isum = i32x4_sub(isum, i32x4_splat(*sums.add(i)));
@@ -204,12 +283,12 @@ impl<F: Legacy> RowKernel for Rows<F> {
             unsafe {
                 let x = w.add(b * F::BYTES);
                 let wv = F::weights(x);
-                let a = q.add(16 * i);
+                let a = q.add(4 * F::PREP * i);
                 let mut isum = reduce4([
-                    dot4(wv, a),
-                    dot4(wv, a.add(4)),
-                    dot4(wv, a.add(8)),
-                    dot4(wv, a.add(12)),
+                    F::dot(wv, a),
+                    F::dot(wv, a.add(F::PREP)),
+                    F::dot(wv, a.add(2 * F::PREP)),
+                    F::dot(wv, a.add(3 * F::PREP)),
                 ]);
                 if F::SHIFT > 0 {
                     isum = i32x4_sub(isum, v128_load(sums.add(4 * i) as *const v128));

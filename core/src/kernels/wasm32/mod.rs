@@ -21,6 +21,8 @@ mod flash;
 mod kquants;
 #[cfg(target_feature = "simd128")]
 mod legacy;
+#[cfg(all(target_feature = "simd128", target_feature = "relaxed-simd"))]
+mod relaxed;
 mod simd128;
 
 use super::{CpuFeatures, Kernels};
