@@ -18,6 +18,8 @@ if [ "${1:-}" = "--relaxed" ]; then
     shift
     features="+simd128,+relaxed-simd"
     node_flags+=(--experimental-wasm-relaxed-simd)
+    # its own directory (as in scripts/test-cross.sh): other flags, other artifacts
+    export CARGO_TARGET_DIR="$root/target-cross/relaxed"
 fi
 RUSTFLAGS="-C target-feature=$features" \
     cargo build -q --release -p superinfer-core --example kernel_speed --target wasm32-wasip1

@@ -199,14 +199,16 @@ pub(super) trait RowKernel {
     /// The tokens' rows must hold block `b1 - 1`; `(b1 - b0) · t <= PREP_BLOCKS`.
     unsafe fn prepare(p: &mut Prep, a: *const u8, a_row: usize, t: usize, b0: usize, b1: usize);
 
-    /// Four rows (each from its first block) against one prepared token: adds each row's
-    /// blocks `b0..b1` to its lane of `acc`; returns the sums and whether any of those blocks
-    /// had an f16 scale that is an infinity or a NaN.
+    /// Four rows (at `w + i · stride`, each from its first block) against one prepared
+    /// token: adds each row's blocks `b0..b1` to its lane of `acc`; returns the sums and
+    /// whether any of those blocks had an f16 scale that is an infinity or a NaN. (A base and
+    /// a stride rather than four pointers: V8 keeps loop values in 12 or so registers.)
     ///
     /// # Safety
     /// The rows must hold block `b1 - 1`; `p` must hold those blocks of one token.
     unsafe fn rows4(
-        w: [*const u8; 4],
+        w: *const u8,
+        stride: usize,
         p: &mut Prep,
         b0: usize,
         b1: usize,
@@ -216,16 +218,23 @@ pub(super) trait RowKernel {
     /// Whether a weight block has an f16 scale that is an infinity or a NaN.
     fn has_special(block: &[u8]) -> bool;
 
-    /// One row against four prepared tokens (lane `t`: token `t`), likewise.
+    /// One row against `4 · H` prepared tokens (lane `t` of `acc[h]`: token `4h + t`),
+    /// likewise: each block taken apart once for all of them.
     ///
     /// # Safety
-    /// As [`Self::rows4`], with `p` holding four tokens.
-    unsafe fn tokens4(w: *const u8, p: &mut Prep, b0: usize, b1: usize, acc: v128) -> (v128, bool);
+    /// As [`Self::rows4`], with `p` holding `4 · H` tokens.
+    unsafe fn tokens<const H: usize>(
+        w: *const u8,
+        p: &mut Prep,
+        b0: usize,
+        b1: usize,
+        acc: [v128; H],
+    ) -> ([v128; H], bool);
 }
 
 /// `out[r · n + t] = row r · token t` for the rows of `w` and the `n` token rows of `a` (the
-/// [`crate::quant::VecDotRowsFn`] contract) through `K`'s tiles: tokens four at a time against
-/// each row, the rest one at a time against four rows at a time, over chunks of columns whose
+/// [`crate::quant::VecDotRowsFn`] contract) through `K`'s tiles: tokens eight or four at a
+/// time against each row, the rest one at a time against four rows at a time, over chunks of columns whose
 /// prepared activations fit the [`Prep`] buffer (each lane's sum stored and reloaded between
 /// chunks: the same bits). A row with an infinite or NaN f16 scale is computed again by the
 /// scalar oracle `reference`.
@@ -262,7 +271,11 @@ pub(super) unsafe fn drive<K: RowKernel>(
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     let mut t0 = 0;
     while t0 < n {
-        let tn = if n - t0 >= 4 { 4 } else { 1 };
+        let tn = match n - t0 {
+            8.. => 8,
+            4.. => 4,
+            _ => 1,
+        };
         let chunk = K::PREP_BLOCKS / tn;
         let mut b0 = 0;
         while b0 < nb {
@@ -272,39 +285,47 @@ pub(super) unsafe fn drive<K: RowKernel>(
             // buffer (b1 - b0 <= PREP_BLOCKS / tn).
             unsafe {
                 K::prepare(&mut p, ap.add(t0 * a_row), a_row, tn, b0, b1);
-                if tn == 4 {
+                if tn > 1 {
                     for r in 0..rows {
-                        let o = op.add(r * n + t0);
-                        let acc = if b0 == 0 {
-                            f32x4_splat(0.0)
-                        } else {
-                            v128_load(o as *const v128)
+                        let o = op.add(r * n + t0) as *mut v128;
+                        let w = wp.add(r * row_bytes);
+                        let load = |h: usize| {
+                            if b0 == 0 {
+                                f32x4_splat(0.0)
+                            } else {
+                                v128_load(o.add(h))
+                            }
                         };
-                        let (acc, s) = K::tokens4(wp.add(r * row_bytes), &mut p, b0, b1, acc);
-                        special |= s;
-                        v128_store(o as *mut v128, acc);
+                        if tn == 8 {
+                            let (acc, s) = K::tokens::<2>(w, &mut p, b0, b1, [load(0), load(1)]);
+                            special |= s;
+                            v128_store(o, acc[0]);
+                            v128_store(o.add(1), acc[1]);
+                        } else {
+                            let (acc, s) = K::tokens::<1>(w, &mut p, b0, b1, [load(0)]);
+                            special |= s;
+                            v128_store(o, acc[0]);
+                        }
                     }
                 } else {
                     // quad k takes rows k, q + k, 2q + k, 3q + k: four long sequential streams
                     // through the weights (the hardware prefetcher follows them from DRAM;
-                    // four neighbouring rows would start four short ones every quad), then
-                    // a last partial quad repeating its last row (only real rows stored)
+                    // four neighbouring rows would start four short ones every quad); the
+                    // last rows % 4 rows one at a time (in all four lanes, lane 0 stored)
                     let q = rows / 4;
-                    for k in 0..q + usize::from(!rows.is_multiple_of(4)) {
-                        let (idx, real) = if k < q {
-                            ([k, q + k, 2 * q + k, 3 * q + k], 4)
+                    for k in 0..q + rows % 4 {
+                        let (idx, real, stride) = if k < q {
+                            ([k, q + k, 2 * q + k, 3 * q + k], 4, q * row_bytes)
                         } else {
-                            let r = 4 * q;
-                            let real = rows - r;
-                            (core::array::from_fn(|i| r + i.min(real - 1)), real)
+                            ([3 * q + k; 4], 1, 0)
                         };
-                        let rw = idx.map(|r| wp.add(r * row_bytes));
                         let acc = if b0 == 0 {
                             f32x4_splat(0.0)
                         } else {
                             load4(op, idx, real, n, t0)
                         };
-                        let (acc, s) = K::rows4(rw, &mut p, b0, b1, acc);
+                        let w = wp.add(idx[0] * row_bytes);
+                        let (acc, s) = K::rows4(w, stride, &mut p, b0, b1, acc);
                         special |= s;
                         store4(op, idx, real, n, t0, acc);
                     }

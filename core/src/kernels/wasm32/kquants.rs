@@ -414,7 +414,8 @@ impl<F: KQuant> RowKernel for Rows<F> {
 
     #[inline(always)]
     unsafe fn rows4(
-        w: [*const u8; 4],
+        w: *const u8,
+        stride: usize,
         p: &mut Prep,
         b0: usize,
         b1: usize,
@@ -427,7 +428,8 @@ impl<F: KQuant> RowKernel for Rows<F> {
             // SAFETY: super-block b of each row and slot i of the buffer (the caller's
             // contract).
             unsafe {
-                let x = w.map(|w| w.add(b * F::BYTES));
+                let x0 = w.add(b * F::BYTES);
+                let x: [*const u8; 4] = core::array::from_fn(|i| x0.add(i * stride));
                 let a = q.add(PREP_SB * i);
                 let mut is = [i32x4_splat(0); 4];
                 let mut ms = [i32x4_splat(0); 4];
@@ -457,26 +459,30 @@ impl<F: KQuant> RowKernel for Rows<F> {
     }
 
     #[inline(always)]
-    unsafe fn tokens4(
+    unsafe fn tokens<const H: usize>(
         w: *const u8,
         p: &mut Prep,
         b0: usize,
         b1: usize,
-        mut acc: v128,
-    ) -> (v128, bool) {
+        mut acc: [v128; H],
+    ) -> ([v128; H], bool) {
         let (q, scales) = (p.q(), p.scales());
         for b in b0..b1 {
-            let i = b - b0;
-            // SAFETY: super-block b of the row and slots 4i .. 4i + 4 of the buffer (the
+            // the super-block's first prepared token (4H a super-block)
+            let i = (b - b0) * 4 * H;
+            // SAFETY: super-block b of the row and slots i .. i + 4H of the buffer (the
             // caller's contract).
             unsafe {
                 let x = w.add(b * F::BYTES);
-                let (is, ms) = F::tokens(x, q.add(PREP_SB * 4 * i));
                 let (d, dmin) = F::scales(x);
                 let d = f16_to_f32(u32x4_splat(d as u32));
                 let dmin = f16_to_f32(u32x4_splat(dmin as u32));
-                let d8 = v128_load(scales.add(4 * i) as *const v128);
-                acc = tail(acc, d, dmin, d8, reduce4(is), reduce4(ms));
+                for (h, acc) in acc.iter_mut().enumerate() {
+                    let i = i + 4 * h;
+                    let (is, ms) = F::tokens(x, q.add(PREP_SB * i));
+                    let d8 = v128_load(scales.add(i) as *const v128);
+                    *acc = tail(*acc, d, dmin, d8, reduce4(is), reduce4(ms));
+                }
             }
         }
         (acc, false)

@@ -37,18 +37,23 @@ pub(super) trait Legacy {
     const PREP: usize;
     /// A block's quants, taken apart.
     type W: Copy;
+    /// Constants the decoding uses, made once per kernel call (see `relaxed.rs`).
+    type C: Copy;
+
+    /// [`Self::C`].
+    fn consts() -> Self::C;
 
     /// The quants of the block at `x`.
     ///
     /// # Safety
     /// `x` must point to a whole block.
-    unsafe fn weights(x: *const u8) -> Self::W;
+    unsafe fn weights(x: *const u8, c: Self::C) -> Self::W;
 
     /// `Σ q · y` of a block's quants and a prepared activation block at `a`, in i32 lanes.
     ///
     /// # Safety
     /// `a` must point to [`Self::PREP`] vectors.
-    unsafe fn dot(w: Self::W, a: *const v128) -> v128;
+    unsafe fn dot(w: Self::W, a: *const v128, c: Self::C) -> v128;
 
     /// Prepares the quants of the Q8_0 block at `y` into [`Self::PREP`] vectors at `dst`.
     ///
@@ -84,9 +89,13 @@ impl Legacy for Q4_0 {
     const SHIFT: u32 = 3;
     const PREP: usize = 4;
     type W = [v128; 4];
+    type C = ();
 
     #[inline(always)]
-    unsafe fn weights(x: *const u8) -> [v128; 4] {
+    fn consts() {}
+
+    #[inline(always)]
+    unsafe fn weights(x: *const u8, _: ()) -> [v128; 4] {
         // SAFETY: the 16 quant bytes follow the scale.
         let v = unsafe { ld(x.add(2)) };
         let m = i16x8_splat(0x0F);
@@ -99,7 +108,7 @@ impl Legacy for Q4_0 {
     }
 
     #[inline(always)]
-    unsafe fn dot(w: [v128; 4], a: *const v128) -> v128 {
+    unsafe fn dot(w: [v128; 4], a: *const v128, _: ()) -> v128 {
         // SAFETY: the caller's contract.
         unsafe { dot4(w, a) }
     }
@@ -117,11 +126,15 @@ impl Legacy for Q5_0 {
     const SHIFT: u32 = 0;
     const PREP: usize = 4;
     type W = [v128; 4];
+    type C = ();
+
+    #[inline(always)]
+    fn consts() {}
 
     /// Signed quants: `nibble - 16` where the fifth bit is clear, tested in int16 lanes
     /// against the low or high half of `qh` (element `2j` of a half: bit `2j`, odd `2j + 1`).
     #[inline(always)]
-    unsafe fn weights(x: *const u8) -> [v128; 4] {
+    unsafe fn weights(x: *const u8, _: ()) -> [v128; 4] {
         // SAFETY: qh at 2..6 and the 16 quant bytes at 6..22 of the block.
         let (lo, hi, v) = unsafe {
             (
@@ -145,7 +158,7 @@ impl Legacy for Q5_0 {
     }
 
     #[inline(always)]
-    unsafe fn dot(w: [v128; 4], a: *const v128) -> v128 {
+    unsafe fn dot(w: [v128; 4], a: *const v128, _: ()) -> v128 {
         // SAFETY: the caller's contract.
         unsafe { dot4(w, a) }
     }
@@ -162,9 +175,13 @@ impl Legacy for Q8_0 {
     const SHIFT: u32 = 0;
     const PREP: usize = 4;
     type W = [v128; 4];
+    type C = ();
 
     #[inline(always)]
-    unsafe fn weights(x: *const u8) -> [v128; 4] {
+    fn consts() {}
+
+    #[inline(always)]
+    unsafe fn weights(x: *const u8, _: ()) -> [v128; 4] {
         // SAFETY: the 32 quant bytes follow the scale.
         let (v0, v1) = unsafe { (ld(x.add(2)), ld(x.add(18))) };
         let [e0, o0] = split_i8(v0);
@@ -173,7 +190,7 @@ impl Legacy for Q8_0 {
     }
 
     #[inline(always)]
-    unsafe fn dot(w: [v128; 4], a: *const v128) -> v128 {
+    unsafe fn dot(w: [v128; 4], a: *const v128, _: ()) -> v128 {
         // SAFETY: the caller's contract.
         unsafe { dot4(w, a) }
     }
@@ -225,81 +242,127 @@ impl<F: Legacy> RowKernel for Rows<F> {
 
     #[inline(always)]
     unsafe fn rows4(
-        w: [*const u8; 4],
+        w: *const u8,
+        stride: usize,
         p: &mut Prep,
         b0: usize,
         b1: usize,
         mut acc: v128,
     ) -> (v128, bool) {
         let (q, sums, scales) = (p.q(), p.sums(), p.scales());
+        let c = F::consts();
         let mut flag = i16x8_splat(0);
         let mut slot = i16x8_splat(0);
-        for b in b0..b1 {
+        // block b's four integer sums (lane r: row r)
+        let block = |b: usize, slot: &mut v128| {
             let i = b - b0;
             // SAFETY: block b of each row and slot i of the buffer (the caller's contract).
             unsafe {
-                let x = w.map(|w| w.add(b * F::BYTES));
+                let x0 = w.add(b * F::BYTES);
+                let x: [*const u8; 4] = core::array::from_fn(|i| x0.add(i * stride));
                 let a = q.add(F::PREP * i);
-                let mut isum = reduce4([
-                    fence(&mut slot, F::dot(F::weights(x[0]), a)),
-                    fence(&mut slot, F::dot(F::weights(x[1]), a)),
-                    fence(&mut slot, F::dot(F::weights(x[2]), a)),
-                    F::dot(F::weights(x[3]), a),
+                let isum = reduce4([
+                    fence(slot, F::dot(F::weights(x[0], c), a, c)),
+                    fence(slot, F::dot(F::weights(x[1], c), a, c)),
+                    fence(slot, F::dot(F::weights(x[2], c), a, c)),
+                    F::dot(F::weights(x[3], c), a, c),
                 ]);
                 if F::SHIFT > 0 {
-                    isum = i32x4_sub(isum, i32x4_splat(*sums.add(i)));
+                    i32x4_sub(isum, i32x4_splat(*sums.add(i)))
+                } else {
+                    isum
                 }
-                let raw = i16x8_splat(0);
-                let raw = v128_load16_lane::<0>(raw, x[0] as *const u16);
-                let raw = v128_load16_lane::<1>(raw, x[1] as *const u16);
-                let raw = v128_load16_lane::<2>(raw, x[2] as *const u16);
-                let raw = v128_load16_lane::<3>(raw, x[3] as *const u16);
-                flag = u16x8_max(flag, i16x8_shl(raw, 1));
-                let d = f32x4_mul(
-                    f16_bits4(i32x4_extend_low_i16x8(raw)),
-                    f32x4_splat(*scales.add(i)),
-                );
-                acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(isum), d));
             }
+        };
+        // the rows' f16 scales of block b in lanes 0..4, of block b + 1 (when `two`) in 4..8
+        let row_scales = |b: usize, two: bool| -> v128 {
+            // SAFETY: the scales of each row's blocks b (and b + 1 when `two`).
+            unsafe {
+                let x0 = w.add(b * F::BYTES);
+                let (x1, x2, x3) = (x0.add(stride), x0.add(2 * stride), x0.add(3 * stride));
+                let raw = i16x8_splat(0);
+                let raw = v128_load16_lane::<0>(raw, x0 as *const u16);
+                let raw = v128_load16_lane::<1>(raw, x1 as *const u16);
+                let raw = v128_load16_lane::<2>(raw, x2 as *const u16);
+                let raw = v128_load16_lane::<3>(raw, x3 as *const u16);
+                if !two {
+                    return raw;
+                }
+                let raw = v128_load16_lane::<4>(raw, x0.add(F::BYTES) as *const u16);
+                let raw = v128_load16_lane::<5>(raw, x1.add(F::BYTES) as *const u16);
+                let raw = v128_load16_lane::<6>(raw, x2.add(F::BYTES) as *const u16);
+                v128_load16_lane::<7>(raw, x3.add(F::BYTES) as *const u16)
+            }
+        };
+        // `acc + isum · (dx · dy)` per lane, the scalar oracle's step
+        let step = |acc: v128, isum: v128, dx: v128, b: usize| {
+            // SAFETY: slot b - b0 of the buffer.
+            let dy = unsafe { f32x4_splat(*scales.add(b - b0)) };
+            f32x4_add(
+                acc,
+                f32x4_mul(f32x4_convert_i32x4(isum), f32x4_mul(f16_bits4(dx), dy)),
+            )
+        };
+        // two blocks a loop (their scales in one vector), then a last odd one
+        let mut b = b0;
+        while b + 2 <= b1 {
+            let (s0, s1) = (block(b, &mut slot), block(b + 1, &mut slot));
+            let raw = row_scales(b, true);
+            flag = u16x8_max(flag, i16x8_shl(raw, 1));
+            acc = step(acc, s0, i32x4_extend_low_i16x8(raw), b);
+            acc = step(acc, s1, i32x4_extend_high_i16x8(raw), b + 1);
+            b += 2;
+        }
+        if b < b1 {
+            let s0 = block(b, &mut slot);
+            let raw = row_scales(b, false);
+            flag = u16x8_max(flag, i16x8_shl(raw, 1));
+            acc = step(acc, s0, i32x4_extend_low_i16x8(raw), b);
         }
         // an f16 with an all-ones exponent: (bits << 1) >= 0xF800
         (acc, v128_any_true(u16x8_ge(flag, u16x8_splat(0xF800))))
     }
 
     #[inline(always)]
-    unsafe fn tokens4(
+    unsafe fn tokens<const H: usize>(
         w: *const u8,
         p: &mut Prep,
         b0: usize,
         b1: usize,
-        mut acc: v128,
-    ) -> (v128, bool) {
+        mut acc: [v128; H],
+    ) -> ([v128; H], bool) {
         let (q, sums, scales) = (p.q(), p.sums(), p.scales());
+        let c = F::consts();
         let mut special = false;
+        let mut slot = i32x4_splat(0);
         for b in b0..b1 {
-            let i = b - b0;
-            // SAFETY: block b of the row and slots 4i .. 4i + 4 of the buffer (the caller's
+            // the block's first prepared token (4H a block)
+            let i = (b - b0) * 4 * H;
+            // SAFETY: block b of the row and slots i .. i + 4H of the buffer (the caller's
             // contract).
             unsafe {
                 let x = w.add(b * F::BYTES);
-                let wv = F::weights(x);
-                let a = q.add(4 * F::PREP * i);
-                let mut isum = reduce4([
-                    F::dot(wv, a),
-                    F::dot(wv, a.add(F::PREP)),
-                    F::dot(wv, a.add(2 * F::PREP)),
-                    F::dot(wv, a.add(3 * F::PREP)),
-                ]);
-                if F::SHIFT > 0 {
-                    isum = i32x4_sub(isum, v128_load(sums.add(4 * i) as *const v128));
-                }
+                let wv = F::weights(x, c);
                 let dx = rd16(x);
                 special |= f16_special(dx);
-                let d = f32x4_mul(
-                    f32x4_splat(f16_bits(dx)),
-                    v128_load(scales.add(4 * i) as *const v128),
-                );
-                acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(isum), d));
+                let dx = f32x4_splat(f16_bits(dx));
+                for (h, acc) in acc.iter_mut().enumerate() {
+                    let (i, a) = (i + 4 * h, q.add(F::PREP * (i + 4 * h)));
+                    let mut isum = reduce4([
+                        F::dot(wv, a, c),
+                        F::dot(wv, a.add(F::PREP), c),
+                        F::dot(wv, a.add(2 * F::PREP), c),
+                        F::dot(wv, a.add(3 * F::PREP), c),
+                    ]);
+                    if F::SHIFT > 0 {
+                        isum = i32x4_sub(isum, v128_load(sums.add(i) as *const v128));
+                    }
+                    let d = f32x4_mul(dx, v128_load(scales.add(i) as *const v128));
+                    *acc = fence(
+                        &mut slot,
+                        f32x4_add(*acc, f32x4_mul(f32x4_convert_i32x4(isum), d)),
+                    );
+                }
             }
         }
         (acc, special)

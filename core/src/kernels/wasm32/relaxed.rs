@@ -14,18 +14,29 @@ use super::kquants::{mins_dot, q4_k_scales_mins, q6_scales, KQuant, BSUMS, PREP_
 use super::legacy::{Legacy, Q4_0, Q5_0};
 
 /// `Σ w · y` of two vectors of unsigned weights (< 128) and two of int8 activations at `a`,
-/// in i32 lanes (each int16 pair sum fits: both operands are at most 31 · 128 · 2 here).
+/// in i32 lanes (each int16 pair sum fits: the weights are at most 31 here); `ones` is
+/// `i16x8.splat(1)` (made once per call: as a constant LLVM would widen through
+/// `i32x4.extadd_pairwise_i16x8_s`, which V8 feeds from memory through a second instruction).
 ///
 /// # Safety
 /// `a` must point to two readable vectors.
 #[inline(always)]
-pub(super) unsafe fn dot_u7(w: [v128; 2], a: *const v128) -> v128 {
+pub(super) unsafe fn dot_u7(w: [v128; 2], a: *const v128, ones: v128) -> v128 {
     // SAFETY: the caller's contract.
     let (a0, a1) = unsafe { (*a, *a.add(1)) };
-    i32x4_extadd_pairwise_i16x8(i16x8_add(
+    let p = i16x8_add(
         i16x8_relaxed_dot_i8x16_i7x16(a0, w[0]),
         i16x8_relaxed_dot_i8x16_i7x16(a1, w[1]),
-    ))
+    );
+    i32x4_dot_i16x8(p, ones)
+}
+
+/// Reads vector `i` of a 16-byte aligned table through a volatile load: LLVM sees a value it
+/// cannot fold (see [`Q5_HIGH`]), made once per kernel call.
+#[inline(always)]
+fn opaque(t: &Aligned, i: usize) -> v128 {
+    // SAFETY: an aligned, readable vector of the table.
+    unsafe { core::ptr::read_volatile((t.0.as_ptr() as *const v128).add(i)) }
 }
 
 /// A Q8_0 activation block's 32 quants as two vectors of int8, in element order.
@@ -53,17 +64,23 @@ impl Legacy for Q4_0 {
     const SHIFT: u32 = 3;
     const PREP: usize = 2;
     type W = [v128; 2];
+    type C = v128;
 
     #[inline(always)]
-    unsafe fn weights(x: *const u8) -> [v128; 2] {
+    fn consts() -> v128 {
+        opaque(&Q5_HIGH, 3)
+    }
+
+    #[inline(always)]
+    unsafe fn weights(x: *const u8, _: v128) -> [v128; 2] {
         // SAFETY: the 16 quant bytes follow the scale.
         nibbles_u8(unsafe { ld(x.add(2)) })
     }
 
     #[inline(always)]
-    unsafe fn dot(w: [v128; 2], a: *const v128) -> v128 {
+    unsafe fn dot(w: [v128; 2], a: *const v128, ones: v128) -> v128 {
         // SAFETY: the caller's contract.
-        unsafe { dot_u7(w, a) }
+        unsafe { dot_u7(w, a, ones) }
     }
 
     #[inline(always)]
@@ -74,40 +91,40 @@ impl Legacy for Q4_0 {
 }
 
 /// Byte `k` of `qh`'s bytes `0, 0, .., 1, 1, ..` (elements 0..16) and `2, .., 3, ..` (16..32),
-/// and the bit of its element in each lane.
+/// the bit of its element in each lane, and int16 ones. Read through volatile loads
+/// ([`opaque`]): as constants, LLVM would turn the bit test `(h & bit) == bit` into
+/// `(h & bit) != 0`, which V8 makes three instructions (x86 has no byte "not equal").
 static Q5_HIGH: Aligned = Aligned([
     [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1],
     [2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3],
     [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128],
+    [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0],
 ]);
 
 /// Vectors of a table, 16-byte aligned (for volatile loads).
 #[repr(C, align(16))]
-struct Aligned([[u8; 16]; 3]);
+struct Aligned([[u8; 16]; 4]);
 
 impl Legacy for Q5_0 {
     const BYTES: usize = 22;
     const SHIFT: u32 = 4;
     const PREP: usize = 2;
     type W = [v128; 2];
+    /// The table's four vectors.
+    type C = [v128; 4];
+
+    #[inline(always)]
+    fn consts() -> [v128; 4] {
+        core::array::from_fn(|i| opaque(&Q5_HIGH, i))
+    }
 
     /// Unsigned quants 0..31: the nibbles, plus 16 where the element's bit of `qh` is set.
     #[inline(always)]
-    unsafe fn weights(x: *const u8) -> [v128; 2] {
+    unsafe fn weights(x: *const u8, c: [v128; 4]) -> [v128; 2] {
+        let [lo_idx, hi_idx, bit, _] = c;
         // SAFETY: bytes 2..18 (qh and 12 quant bytes) and 6..22 (the quant bytes) of the
-        // block; the table is 48 bytes. Its vectors are read through volatile loads: as
-        // constants, LLVM would turn the bit test `(h & bit) == bit` into `(h & bit) != 0`,
-        // which V8 makes three instructions (x86 has no byte "not equal").
-        let (hq, v, lo_idx, hi_idx, bit) = unsafe {
-            let t = Q5_HIGH.0.as_ptr() as *const v128;
-            (
-                ld(x.add(2)),
-                ld(x.add(6)),
-                core::ptr::read_volatile(t),
-                core::ptr::read_volatile(t.add(1)),
-                core::ptr::read_volatile(t.add(2)),
-            )
-        };
+        // block.
+        let (hq, v) = unsafe { (ld(x.add(2)), ld(x.add(6))) };
         let [lo, hi] = nibbles_u8(v);
         let five = u8x16_splat(0x10);
         let high = |idx: v128| {
@@ -118,9 +135,9 @@ impl Legacy for Q5_0 {
     }
 
     #[inline(always)]
-    unsafe fn dot(w: [v128; 2], a: *const v128) -> v128 {
+    unsafe fn dot(w: [v128; 2], a: *const v128, c: [v128; 4]) -> v128 {
         // SAFETY: the caller's contract.
-        unsafe { dot_u7(w, a) }
+        unsafe { dot_u7(w, a, c[3]) }
     }
 
     #[inline(always)]
