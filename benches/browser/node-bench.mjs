@@ -50,7 +50,7 @@ for (const model of models) {
     }
   }
   for (const x of engines) {
-    console.log(`== ${model.split('/').pop()} ${x.pkg} (isa ${x.e.info().isa}): median of ${reps}: prompt ${median(x.prompt).toFixed(1)} t/s (${x.promptN} tok), decode ${median(x.decode).toFixed(2)} t/s`);
+    console.log(`== ${model.split('/').pop()} ${x.pkg} (isa ${x.e.info().isa}${x.e.info().build ? `, build ${x.e.info().build}` : ""}): median of ${reps}: prompt ${median(x.prompt).toFixed(1)} t/s (${x.promptN} tok), decode ${median(x.decode).toFixed(2)} t/s`);
     await x.e.dispose();
   }
 }
