@@ -95,3 +95,96 @@ pub fn for_each_range(
         f(start, (start + chunk).min(n));
     });
 }
+
+/// The door of a thread pool's job, shared by the pools of the frontends (std threads, wasm
+/// workers): one word holding whether the job takes workers and how many are inside.
+///
+/// The caller [`open`](Self::open)s the job after publishing its fields, runs items itself
+/// until none is left, [`close`](Self::close)s it and waits until [`inside`](Self::inside) is
+/// 0. A worker [`try_join`](Self::try_join)s (reading the job's fields only once inside) and
+/// [`leave`](Self::leave)s after its last item. A worker that never got to run (its core busy
+/// with another process) never joined, so nobody waits for it: waiting for every worker to
+/// report back per job instead made each job wait for a time slice.
+///
+/// Joining a later job than the one a worker was woken for is harmless: it reads that job's
+/// fields after joining.
+#[derive(Debug, Default)]
+pub struct JobGate(core::sync::atomic::AtomicU32);
+
+impl JobGate {
+    /// The job takes workers.
+    const OPEN: u32 = 1 << 31;
+    /// Workers inside.
+    const COUNT: u32 = Self::OPEN - 1;
+
+    pub const fn new() -> JobGate {
+        JobGate(core::sync::atomic::AtomicU32::new(0))
+    }
+
+    /// Opens a job with nobody inside; its fields, stored before, are visible to whoever
+    /// joins (Release).
+    pub fn open(&self) {
+        self.0
+            .store(Self::OPEN, core::sync::atomic::Ordering::Release);
+    }
+
+    /// Enters the job if it is open: true when the caller is now inside (and sees the job's
+    /// fields).
+    pub fn try_join(&self) -> bool {
+        use core::sync::atomic::Ordering::{AcqRel, Acquire};
+        let mut cur = self.0.load(Acquire);
+        while cur & Self::OPEN != 0 {
+            match self.0.compare_exchange_weak(cur, cur + 1, AcqRel, Acquire) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+        false
+    }
+
+    /// Leaves the job (what the worker wrote is visible to the caller once it sees the count
+    /// drop). True when this was the last worker out of a closed job (a caller asleep on
+    /// [`word`](Self::word) wants waking).
+    pub fn leave(&self) -> bool {
+        let before = self.0.fetch_sub(1, core::sync::atomic::Ordering::AcqRel);
+        before & Self::OPEN == 0 && before & Self::COUNT == 1
+    }
+
+    /// Takes no more workers; returns how many are inside.
+    pub fn close(&self) -> u32 {
+        self.0
+            .fetch_and(!Self::OPEN, core::sync::atomic::Ordering::AcqRel)
+            & Self::COUNT
+    }
+
+    /// Workers inside now (Acquire: their writes are visible once it reads 0).
+    pub fn inside(&self) -> u32 {
+        self.0.load(core::sync::atomic::Ordering::Acquire) & Self::COUNT
+    }
+
+    /// The word itself, for a caller that sleeps on it (wasm's `memory.atomic.wait32`).
+    pub fn word(&self) -> &core::sync::atomic::AtomicU32 {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::JobGate;
+
+    #[test]
+    fn a_closed_job_takes_nobody_and_the_last_out_is_told() {
+        let g = JobGate::new();
+        assert!(!g.try_join(), "no job yet");
+        g.open();
+        assert!(g.try_join() && g.try_join());
+        assert_eq!(g.inside(), 2);
+        assert!(!g.leave(), "the job is still open");
+        assert_eq!(g.close(), 1);
+        assert!(!g.try_join(), "closed");
+        assert!(g.leave(), "the last one out of a closed job");
+        assert_eq!(g.inside(), 0);
+        g.open();
+        assert_eq!(g.close(), 0);
+    }
+}

@@ -3,37 +3,23 @@
 //! spin briefly (the next matmul is usually microseconds away) and then park on a condvar.
 //! No thread is spawned and nothing is allocated per job.
 //!
-//! **Joining.** A worker takes part in a job only by joining it (one compare-and-swap on
-//! [`Shared::state`]: the job's generation, an open flag and the count of workers inside).
-//! The caller runs items until none is left, closes the job and waits only for the workers
-//! that joined, which are finishing their last items. A worker the OS has not scheduled (its
-//! core busy with another process) never joined, so it holds nobody up: the caller does its
-//! share. Waiting for every worker to report back instead made each job wait for a time
-//! slice, and decoding ten times slower whenever one core was busy.
+//! A worker takes part in a job only by joining it through the job's [`JobGate`]; the caller
+//! waits only for the workers that joined, so a worker the OS has not scheduled holds nobody
+//! up.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use superinfer_core::parallel::Parallel;
+use superinfer_core::parallel::{JobGate, Parallel};
 
 type JobFn = dyn Fn(usize) + Sync;
-
-/// [`Shared::state`]: the low bits count the workers inside the job, this bit says whether
-/// the job still takes workers, the bits above it hold the job's generation (wrapping).
-const OPEN: usize = 1 << 24;
-const COUNT: usize = OPEN - 1;
-const GEN_SHIFT: u32 = 25;
-
-fn state_of(generation: usize) -> usize {
-    generation << GEN_SHIFT
-}
 
 struct Shared {
     /// Bumped (Release) after a job is published; workers wait for it to move.
     generation: AtomicUsize,
-    /// The current job's generation, open flag and count of workers inside (see [`OPEN`]).
-    state: AtomicUsize,
+    /// Who is inside the current job, and whether it takes more.
+    gate: JobGate,
     /// Address of the caller's `&JobFn` (a thin pointer to the fat one), valid while the
     /// job is open or has workers inside.
     job: AtomicPtr<&'static JobFn>,
@@ -45,28 +31,6 @@ struct Shared {
     wake: Condvar,
     shutdown: AtomicBool,
     panicked: AtomicBool,
-}
-
-impl Shared {
-    /// Joins job `generation` if it is still open: true when this worker is now inside.
-    fn join(&self, generation: usize) -> bool {
-        let want = state_of(generation) | OPEN;
-        let mut cur = self.state.load(Ordering::Acquire);
-        loop {
-            if cur & !COUNT != want & !COUNT {
-                return false;
-            }
-            match self.state.compare_exchange_weak(
-                cur,
-                cur + 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
-    }
 }
 
 pub struct ThreadPool {
@@ -86,7 +50,7 @@ impl ThreadPool {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
             generation: AtomicUsize::new(0),
-            state: AtomicUsize::new(0),
+            gate: JobGate::new(),
             job: AtomicPtr::new(std::ptr::null_mut()),
             n_items: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
@@ -155,7 +119,7 @@ fn worker(s: &Shared) {
             s.sleepers.fetch_sub(1, Ordering::SeqCst);
             drop(guard);
         }
-        if !s.join(seen) {
+        if !s.gate.try_join() {
             // closed already: the caller (or the other workers) ran every item
             continue;
         }
@@ -173,7 +137,7 @@ fn worker(s: &Shared) {
                 s.panicked.store(true, Ordering::SeqCst);
             }
         }
-        s.state.fetch_sub(1, Ordering::AcqRel);
+        s.gate.leave();
     }
 }
 
@@ -190,15 +154,13 @@ impl Parallel for ThreadPool {
         // `fref`, which `job` points to) outlives all uses.
         let fref: &'static JobFn =
             unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static JobFn>(f) };
-        let generation = s.generation.load(Ordering::Relaxed).wrapping_add(1);
         s.job
             .store(&fref as *const &JobFn as *mut &JobFn, Ordering::Relaxed);
         s.n_items.store(n, Ordering::Relaxed);
         s.next.store(0, Ordering::Relaxed);
-        s.state
-            .store(state_of(generation) | OPEN, Ordering::Release);
-        // publishes everything above to workers that Acquire-load the new generation
-        s.generation.store(generation, Ordering::SeqCst);
+        // publishes everything above to the workers that join
+        s.gate.open();
+        s.generation.fetch_add(1, Ordering::SeqCst);
         if s.sleepers.load(Ordering::SeqCst) > 0 {
             // taking the lock orders this notify after a parking worker's check
             let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,16 +168,16 @@ impl Parallel for ThreadPool {
         }
         let caller = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_items(s, f, n)));
         // every item is claimed: close the job, then wait for the workers inside it
-        let mut state = s.state.fetch_and(!OPEN, Ordering::AcqRel) & !OPEN;
+        let mut inside = s.gate.close();
         let mut spins = 0u32;
-        while state & COUNT != 0 {
+        while inside != 0 {
             spins += 1;
             if spins < 1 << 16 {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
             }
-            state = s.state.load(Ordering::Acquire);
+            inside = s.gate.inside();
         }
         s.job.store(std::ptr::null_mut(), Ordering::Relaxed);
         if let Err(p) = caller {

@@ -39,14 +39,10 @@
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-use superinfer_core::parallel::{Parallel, Sequential};
+use superinfer_core::parallel::{JobGate, Parallel, Sequential};
 
 type JobFn = dyn Fn(usize) + Sync;
 
-/// `join`: the job accepts participants.
-const OPEN: u32 = 1 << 31;
-/// `join`: how many helpers are inside the job.
-const COUNT: u32 = OPEN - 1;
 /// Helpers at most (the `in_job` table).
 pub const MAX_HELPERS: usize = 63;
 /// Each helper's stack (the linker's default for the first thread, too).
@@ -61,7 +57,7 @@ pub struct Pool {
     gen: AtomicU32,
     /// `OPEN` | participants: a helper joins with a compare-exchange while `OPEN` is set, so
     /// none can enter a job after the caller closed it.
-    join: AtomicU32,
+    join: JobGate,
     /// The caller's `&JobFn` (a thin pointer to the fat one, on the caller's stack), valid
     /// while the job has participants or is open.
     job: AtomicPtr<&'static JobFn>,
@@ -107,7 +103,7 @@ impl Pool {
         const ZERO: AtomicU8 = AtomicU8::new(0);
         Pool {
             gen: AtomicU32::new(0),
-            join: AtomicU32::new(0),
+            join: JobGate::new(),
             job: AtomicPtr::new(core::ptr::null_mut()),
             n_items: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
@@ -164,18 +160,8 @@ impl Pool {
     }
 
     fn try_join(&self, index: usize) {
-        let mut j = self.join.load(Ordering::Acquire);
-        loop {
-            if j & OPEN == 0 {
-                return;
-            }
-            match self
-                .join
-                .compare_exchange_weak(j, j + 1, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => break,
-                Err(now) => j = now,
-            }
+        if !self.join.try_join() {
+            return;
         }
         self.in_job[index].store(1, Ordering::Relaxed);
         // the Acquire above read the caller's Release store of OPEN (or a later increment of
@@ -195,10 +181,9 @@ impl Pool {
         if self.in_job[index].swap(0, Ordering::Relaxed) == 0 {
             return;
         }
-        let j = self.join.fetch_sub(1, Ordering::AcqRel);
-        if j & OPEN == 0 && j & COUNT == 1 {
+        if self.join.leave() {
             // the last one out of a closed job wakes the caller
-            notify(&self.join, 1);
+            notify(self.join.word(), 1);
         }
     }
 
@@ -247,7 +232,7 @@ impl Parallel for Pool {
         self.n_items.store(n, Ordering::Relaxed);
         self.next.store(0, Ordering::Relaxed);
         // publishes the fields above to the helpers that join
-        self.join.store(OPEN, Ordering::Release);
+        self.join.open();
         self.gen.fetch_add(1, Ordering::SeqCst);
         if self.sleepers.load(Ordering::SeqCst) > 0 {
             notify(&self.gen, u32::MAX);
@@ -255,11 +240,11 @@ impl Parallel for Pool {
         self.run_items(f, n);
         // no newcomers from here; wait for the participants (each finishes at most the item
         // it holds, the counter being exhausted)
-        self.join.fetch_and(!OPEN, Ordering::AcqRel);
+        self.join.close();
         let mut spins = 0;
         loop {
-            let j = self.join.load(Ordering::Acquire);
-            if j & COUNT == 0 {
+            let j = self.join.word().load(Ordering::Acquire);
+            if self.join.inside() == 0 {
                 break;
             }
             if spins < SPINS {
@@ -267,7 +252,7 @@ impl Parallel for Pool {
                 core::hint::spin_loop();
             } else {
                 // a timeout, so that no lost notification can hang it
-                wait(&self.join, j, 1_000_000);
+                wait(self.join.word(), j, 1_000_000);
             }
         }
         self.job.store(core::ptr::null_mut(), Ordering::Relaxed);
