@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use superinfer_core::generate::{Draft, Drafter};
+use superinfer_core::generate::Draft;
 use superinfer_core::model::SeqId;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::speculative::Verdict;
@@ -16,13 +16,22 @@ use super::request::{
     Completion, Event, EventSink, RequestError, RequestId, Submission, TokenLogprob, TEXT_ONLY,
 };
 use crate::session::StopReason;
-use crate::speculative::{DraftModel, LookupDrafter};
+use crate::speculative::{DraftModel, DynDrafter, LookupDrafter};
 
 /// Who drafts for a request: prompt lookup, or a draft model of its own (taken from the
 /// scheduler's idle ones at admission, given back when the request ends).
 pub(super) enum SpecDrafter<'e> {
     Lookup(LookupDrafter),
     Model(Box<DraftModel<'e>>),
+}
+
+impl<'e> SpecDrafter<'e> {
+    fn get(&mut self) -> &mut DynDrafter<'e> {
+        match self {
+            SpecDrafter::Lookup(d) => d,
+            SpecDrafter::Model(d) => &mut **d,
+        }
+    }
 }
 
 /// A request's speculative decoding: its drafter, and the draft its current step verifies.
@@ -138,13 +147,13 @@ impl<'e> Active<'e> {
         let limit = limit
             .min(n_ctx.saturating_sub(self.history.len()))
             .min(self.max_tokens.saturating_sub(self.generated + 1));
+        // a draft model that fails (its own context full) leaves the request to decode
+        // plainly
         let drafted = limit > 0
-            && match &mut s.drafter {
-                SpecDrafter::Lookup(d) => d.draft(&self.history, limit, &mut s.draft).is_ok(),
-                // a draft model that fails (its own context full) leaves the request to
-                // decode plainly
-                SpecDrafter::Model(d) => d.draft(&self.history, limit, &mut s.draft).is_ok(),
-            };
+            && s.drafter
+                .get()
+                .draft(&self.history, limit, &mut s.draft)
+                .is_ok();
         if drafted {
             s.draft.truncate(limit);
         } else {
@@ -153,16 +162,13 @@ impl<'e> Active<'e> {
         &s.draft.tokens
     }
 
-    /// After a prompt chunk went into the cache: a draft model evaluates it too (so its
-    /// cache keeps up chunk by chunk instead of taking the whole prompt at the first draft).
+    /// After a prompt chunk went into the cache: the drafter sees it too (a draft model
+    /// evaluates it, so its cache keeps up chunk by chunk instead of taking the whole prompt
+    /// at the first draft).
     pub fn follow_prompt(&mut self) {
-        if let Some(Speculation {
-            drafter: SpecDrafter::Model(d),
-            ..
-        }) = self.spec.as_mut()
-        {
+        if let Some(s) = self.spec.as_mut() {
             // an error here only means the draft catches up (or gives up) when it drafts
-            let _ = d.prefill(&self.history[..self.fed]);
+            let _ = s.drafter.get().prefill(&self.history[..self.fed]);
         }
     }
 
