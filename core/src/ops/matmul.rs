@@ -595,6 +595,10 @@ const GEMV_PIECE_BYTES: usize = 64 << 10;
 /// Tokens a row-layout kernel call of several tokens gets at most.
 const ROWS_TOKENS: usize = 64;
 
+/// Floats of the row-major tile a row-layout kernel call writes (on the stack: no allocation
+/// per call; 64 rows for 64 tokens).
+const ROWS_TILE: usize = 4096;
+
 /// Rows `[start, end)` of a row-layout matrix against the `n` tokens through the ISA's kernel
 /// of several rows and tokens ([`quant::VecDotRowsFn`]): pieces of the range small enough to
 /// stay in L2 while blocks of tokens pass over them, each call's row-major tile moved to the
@@ -611,25 +615,29 @@ fn rows_units(
     let w = plan.w;
     let (rb, ab) = (w.row_bytes(), xq.row_bytes);
     let piece = (GEMV_PIECE_BYTES / rb.max(1)).max(1);
-    let mut tile = Vec::new();
+    let mut tile = [0f32; ROWS_TILE];
     for p0 in (start..end).step_by(piece) {
         let p1 = (p0 + piece).min(end);
         for t0 in (0..n).step_by(ROWS_TOKENS) {
             let t1 = (t0 + ROWS_TOKENS).min(n);
             let m = t1 - t0;
-            tile.resize((p1 - p0) * m, 0.0);
-            f(
-                w.cols,
-                &w.data[p0 * rb..p1 * rb],
-                &xq.bytes[t0 * ab..t1 * ab],
-                m,
-                &mut tile,
-            );
-            for t in 0..m {
-                // SAFETY: ranges are disjoint; token t's rows are [t·rows, (t+1)·rows).
-                let o = unsafe { dst.piece((t0 + t) * w.rows + p0, p1 - p0) };
-                for (r, o) in o.iter_mut().enumerate() {
-                    *o = tile[r * m + t];
+            // as many rows of the piece per call as the tile holds for these tokens
+            for r0 in (p0..p1).step_by(ROWS_TILE / m) {
+                let r1 = (r0 + ROWS_TILE / m).min(p1);
+                let tile = &mut tile[..(r1 - r0) * m];
+                f(
+                    w.cols,
+                    &w.data[r0 * rb..r1 * rb],
+                    &xq.bytes[t0 * ab..t1 * ab],
+                    m,
+                    tile,
+                );
+                for t in 0..m {
+                    // SAFETY: ranges are disjoint; token t's rows are [t·rows, (t+1)·rows).
+                    let o = unsafe { dst.piece((t0 + t) * w.rows + r0, r1 - r0) };
+                    for (r, o) in o.iter_mut().enumerate() {
+                        *o = tile[r * m + t];
+                    }
                 }
             }
         }

@@ -77,6 +77,20 @@ pub(super) fn split_i8(v: v128) -> [v128; 2] {
     [i16x8_shr(i16x8_shl(v, 8), 8), i16x8_shr(v, 8)]
 }
 
+/// The four int16 vectors of 16 packed 4-bit quants (Q4_0, Q5_0, Q4_K) read as int16 lanes:
+/// low nibbles (even, odd elements), high nibbles (even, odd).
+#[inline(always)]
+#[cfg(not(target_feature = "relaxed-simd"))]
+pub(super) fn nibbles(v: v128) -> [v128; 4] {
+    let m = i16x8_splat(0x0F);
+    [
+        v128_and(v, m),
+        v128_and(u16x8_shr(v, 8), m),
+        v128_and(u16x8_shr(v, 4), m),
+        u16x8_shr(v, 12),
+    ]
+}
+
 /// 2^112: an f16's exponent and mantissa bits moved to an f32's places read 2^-112 times the
 /// value (normals and subnormals alike).
 pub(super) const F16_REBIAS: f32 = f32::from_bits(0x7780_0000);

@@ -14,6 +14,8 @@
 use core::arch::wasm32::*;
 use core::marker::PhantomData;
 
+#[cfg(not(target_feature = "relaxed-simd"))]
+use super::common::nibbles;
 use super::common::{
     f16_to_f32, fence, ld, rd32, reduce4, split_i8, Prep, RowKernel, PREP_VECTORS,
 };
@@ -79,20 +81,6 @@ pub(super) unsafe fn q4_k_scales_mins(x: *const u8) -> v128 {
         s1 & M6,
         ((s2 >> 4) & M4) | ((s1 >> 6) & M2) << 4,
     )
-}
-
-/// The four int16 vectors of 16 packed Q4_K bytes: low nibbles (even, odd elements), high
-/// nibbles (even, odd).
-#[inline(always)]
-#[cfg(not(target_feature = "relaxed-simd"))]
-fn nibbles(v: v128) -> [v128; 4] {
-    let m = i16x8_splat(0x0F);
-    [
-        v128_and(v, m),
-        v128_and(u16x8_shr(v, 8), m),
-        v128_and(u16x8_shr(v, 4), m),
-        u16x8_shr(v, 12),
-    ]
 }
 
 /// `w[0]·a[0] + w[1]·a[1]` in i32 lanes.

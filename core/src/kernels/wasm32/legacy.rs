@@ -18,6 +18,8 @@
 use core::arch::wasm32::*;
 use core::marker::PhantomData;
 
+#[cfg(not(target_feature = "relaxed-simd"))]
+use super::common::nibbles;
 use super::common::{
     dot4, f16_bits, f16_bits4, f16_special, fence, hsum_i32, ld, rd16, reduce4, split_i8, Prep,
     RowKernel, F16_REBIAS, PREP_SCALARS, PREP_VECTORS,
@@ -97,14 +99,7 @@ impl Legacy for Q4_0 {
     #[inline(always)]
     unsafe fn weights(x: *const u8, _: ()) -> [v128; 4] {
         // SAFETY: the 16 quant bytes follow the scale.
-        let v = unsafe { ld(x.add(2)) };
-        let m = i16x8_splat(0x0F);
-        [
-            v128_and(v, m),
-            v128_and(u16x8_shr(v, 8), m),
-            v128_and(u16x8_shr(v, 4), m),
-            u16x8_shr(v, 12),
-        ]
+        nibbles(unsafe { ld(x.add(2)) })
     }
 
     #[inline(always)]
@@ -145,15 +140,15 @@ impl Legacy for Q5_0 {
         };
         let even = i16x8(1, 4, 16, 64, 256, 1024, 4096, 16384);
         let odd = i16x8(2, 8, 32, 128, 512, 2048, 8192, -32768);
-        let nib = i16x8_splat(0x0F);
         let minus16 = i16x8_splat(-16);
         // -16 in lanes whose bit is clear
         let off = |h: v128, m: v128| v128_and(i16x8_eq(v128_and(h, m), i16x8_splat(0)), minus16);
+        let [n0, n1, n2, n3] = nibbles(v);
         [
-            i16x8_add(v128_and(v, nib), off(lo, even)),
-            i16x8_add(v128_and(u16x8_shr(v, 8), nib), off(lo, odd)),
-            i16x8_add(v128_and(u16x8_shr(v, 4), nib), off(hi, even)),
-            i16x8_add(u16x8_shr(v, 12), off(hi, odd)),
+            i16x8_add(n0, off(lo, even)),
+            i16x8_add(n1, off(lo, odd)),
+            i16x8_add(n2, off(hi, even)),
+            i16x8_add(n3, off(hi, odd)),
         ]
     }
 
