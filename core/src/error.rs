@@ -47,6 +47,9 @@ pub enum Error {
     InvalidAlignment(u64),
     DuplicateKey(String),
     DuplicateTensor(String),
+    /// The shards of a model split with llama.cpp's `gguf-split` are incomplete, out of
+    /// order or inconsistent (the message says which and what to do).
+    Split(String),
     MissingKey(String),
     WrongType {
         key: String,
@@ -107,6 +110,7 @@ impl fmt::Display for Error {
             InvalidAlignment(a) => write!(f, "corrupt GGUF: general.alignment = {a} is not a power of two"),
             DuplicateKey(k) => write!(f, "corrupt GGUF: metadata key '{k}' appears twice"),
             DuplicateTensor(t) => write!(f, "corrupt GGUF: tensor '{t}' appears twice"),
+            Split(m) => write!(f, "split model (gguf-split): {m}"),
             MissingKey(k) => write!(f, "model metadata is missing required key '{k}'"),
             WrongType { key, expected } => {
                 write!(f, "model metadata key '{key}' has the wrong type (expected {expected})")

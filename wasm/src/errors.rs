@@ -48,7 +48,8 @@ impl From<Error> for Failure {
             | Error::DuplicateTensor(_) => "corrupt_gguf",
             Error::Tokenizer(_) => "tokenizer",
             Error::ContextOverflow { .. } | Error::KvPoolFull { .. } => "context_length_exceeded",
-            Error::InvalidArgument(_) => "invalid_argument",
+            // the shards of a split model: some missing, out of order, or of another split
+            Error::InvalidArgument(_) | Error::Split(_) => "invalid_argument",
         };
         Failure::new(code, e.to_string())
     }

@@ -20,9 +20,14 @@ impl<'a> Model<'a> {
     /// file must start at an address aligned to its `general.alignment` (32 bytes unless it
     /// says otherwise), as the tensors' offsets are relative to it.
     pub fn from_gguf(bytes: &'a [u8], kernels: Kernels) -> Result<Model<'a>> {
-        let file = GgufFile::parse(bytes)?;
-        let weights = Weights::from_gguf(&file, &kernels)?;
-        let tokenizer = Tokenizer::from_gguf(&file)?;
+        Self::from_file(&GgufFile::parse(bytes)?, kernels)
+    }
+
+    /// As [`Self::from_gguf`], over a parsed file: e.g. the shards of a split model joined
+    /// with [`GgufFile::from_shards`] (each shard aligned as `from_gguf` asks of a file).
+    pub fn from_file(file: &GgufFile<'a>, kernels: Kernels) -> Result<Model<'a>> {
+        let weights = Weights::from_gguf(file, &kernels)?;
+        let tokenizer = Tokenizer::from_gguf(file)?;
         Ok(Model {
             weights,
             tokenizer,

@@ -26,6 +26,8 @@ pub struct TensorInfo<'a> {
     pub offset: u64,
     /// Size of the data in bytes.
     pub size: u64,
+    /// The file of a split model (`gguf-split`) the data is in: 0 for an unsplit file.
+    pub shard: u16,
 }
 
 impl TensorInfo<'_> {
@@ -44,16 +46,26 @@ impl TensorInfo<'_> {
     }
 }
 
-/// A parsed GGUF file. Everything borrows from the input bytes.
+/// A parsed GGUF file, or the shards of a split model joined into one view
+/// ([`GgufFile::from_shards`]). Everything borrows from the input bytes.
 pub struct GgufFile<'a> {
-    data: &'a [u8],
-    version: u32,
-    alignment: u64,
-    data_offset: usize,
-    metadata: Vec<(&'a str, Value<'a>)>,
-    meta_index: BTreeMap<&'a str, usize>,
-    tensors: Vec<TensorInfo<'a>>,
-    tensor_index: BTreeMap<&'a str, usize>,
+    pub(super) data: &'a [u8],
+    pub(super) version: u32,
+    pub(super) alignment: u64,
+    pub(super) data_offset: usize,
+    pub(super) metadata: Vec<(&'a str, Value<'a>)>,
+    pub(super) meta_index: BTreeMap<&'a str, usize>,
+    pub(super) tensors: Vec<TensorInfo<'a>>,
+    pub(super) tensor_index: BTreeMap<&'a str, usize>,
+    /// The other shards of a split model (empty for one file): shard `i` is `more[i - 1]`.
+    pub(super) more: Vec<Shard<'a>>,
+}
+
+/// The bytes and data section of one shard after the first.
+#[derive(Clone, Copy)]
+pub(super) struct Shard<'a> {
+    pub data: &'a [u8],
+    pub data_offset: usize,
 }
 
 impl<'a> GgufFile<'a> {
@@ -160,6 +172,7 @@ impl<'a> GgufFile<'a> {
             meta_index,
             tensors,
             tensor_index,
+            more: Vec::new(),
         })
     }
 
@@ -171,14 +184,35 @@ impl<'a> GgufFile<'a> {
         self.alignment
     }
 
-    /// Byte offset of the tensor data section inside the file.
+    /// Byte offset of the tensor data section inside the file (the first shard's, for a
+    /// split model).
     pub fn data_offset(&self) -> usize {
         self.data_offset
     }
 
-    /// The whole input.
+    /// The whole input (the first shard's bytes, for a split model).
     pub fn bytes(&self) -> &'a [u8] {
         self.data
+    }
+
+    /// How many files this view spans: 1, or the shards joined by [`Self::from_shards`].
+    pub fn n_shards(&self) -> usize {
+        1 + self.more.len()
+    }
+
+    /// The bytes of shard `i` (`i < n_shards()`).
+    pub fn shard_bytes(&self, i: usize) -> Option<&'a [u8]> {
+        self.shard(i).map(|s| s.data)
+    }
+
+    fn shard(&self, i: usize) -> Option<Shard<'a>> {
+        match i {
+            0 => Some(Shard {
+                data: self.data,
+                data_offset: self.data_offset,
+            }),
+            _ => self.more.get(i - 1).copied(),
+        }
     }
 
     /// Metadata in file order.
@@ -199,10 +233,17 @@ impl<'a> GgufFile<'a> {
         self.tensor_index.get(name).map(|&i| &self.tensors[i])
     }
 
-    /// The bytes of a tensor (bounds were checked at parse time).
+    /// The bytes of a tensor (bounds were checked at parse time), in its shard.
     pub fn tensor_data(&self, t: &TensorInfo<'_>) -> &'a [u8] {
-        let start = self.data_offset + t.offset as usize;
-        self.data.get(start..start + t.size as usize).unwrap_or(&[])
+        let (data, data_offset) = match t.shard {
+            0 => (self.data, self.data_offset),
+            i => match self.more.get(i as usize - 1) {
+                Some(s) => (s.data, s.data_offset),
+                None => return &[],
+            },
+        };
+        let start = data_offset + t.offset as usize;
+        data.get(start..start + t.size as usize).unwrap_or(&[])
     }
 
     // ---- typed metadata access (errors name the key) ----
@@ -329,6 +370,7 @@ fn read_tensor_info<'a>(c: &mut Cursor<'a>) -> Result<TensorInfo<'a>> {
         ty,
         offset,
         size,
+        shard: 0,
     })
 }
 

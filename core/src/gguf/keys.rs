@@ -6,6 +6,12 @@ pub const GENERAL_ARCHITECTURE: &str = "general.architecture";
 pub const GENERAL_NAME: &str = "general.name";
 pub const GENERAL_FILE_TYPE: &str = "general.file_type";
 
+/// llama.cpp's `gguf-split`: the shard's number (0-based, u16), the number of shards (u16)
+/// and the tensors of all shards together (i32).
+pub const SPLIT_NO: &str = "split.no";
+pub const SPLIT_COUNT: &str = "split.count";
+pub const SPLIT_TENSORS_COUNT: &str = "split.tensors.count";
+
 pub const CONTEXT_LENGTH: &str = "context_length";
 pub const EMBEDDING_LENGTH: &str = "embedding_length";
 pub const BLOCK_COUNT: &str = "block_count";

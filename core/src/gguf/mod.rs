@@ -5,10 +5,15 @@
 mod cursor;
 mod file;
 pub mod keys;
+mod split;
 mod value;
 mod writer;
 
 pub use file::{dims_string, GgufFile, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_DIMS};
+pub use split::{
+    plan_split, shard_file_name, shard_header, shard_prefix, tensors_per_shard, write_planned,
+    write_shards, ShardHeader, SplitBy, SplitInfo,
+};
 pub use value::{Array, ArrayIter, Value, ValueType};
 pub use writer::{GgufWriter, MetaValue};
 

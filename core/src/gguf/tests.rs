@@ -332,3 +332,301 @@ fn exercise(f: &GgufFile<'_>) {
         assert_eq!(f.tensor_data(t).len() as u64, t.size);
     }
 }
+
+// ---- split models (gguf-split) ----
+
+/// A file of seven tensors of different sizes (alignment `align`, when given).
+fn splittable(align: Option<u32>) -> Vec<u8> {
+    let mut w = GgufWriter::new();
+    w.meta("general.architecture", MetaValue::String("llama".into()))
+        .meta("test.strings", MetaValue::strings(["a", "bc", "déjà"]))
+        .meta(
+            "test.nested",
+            MetaValue::Array(ValueType::Array, vec![MetaValue::i32s([1, 2])]),
+        );
+    if let Some(a) = align {
+        w.meta("general.alignment", MetaValue::U32(a));
+    }
+    for i in 0..7u32 {
+        let n = 1 + 5 * i as usize;
+        let v: Vec<f32> = (0..n).map(|j| (i * 100 + j as u32) as f32).collect();
+        w.tensor_f32(alloc::format!("t{i}"), &[n as u64], &v)
+            .unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn parse_all(shards: &[Vec<u8>]) -> Vec<GgufFile<'_>> {
+    shards.iter().map(|s| GgufFile::parse(s).unwrap()).collect()
+}
+
+fn split_err(r: crate::error::Result<GgufFile<'_>>) -> alloc::string::String {
+    match r {
+        Err(Error::Split(m)) => m,
+        Err(e) => panic!("expected a split error, got {e}"),
+        Ok(_) => panic!("expected a split error, got a file"),
+    }
+}
+
+#[test]
+fn split_shards_join_to_the_original() {
+    for align in [None, Some(64)] {
+        let bytes = splittable(align);
+        let f = GgufFile::parse(&bytes).unwrap();
+        for by in [
+            SplitBy::Tensors(1),
+            SplitBy::Tensors(3),
+            SplitBy::Bytes(100),
+        ] {
+            let shards = write_shards(&f, by).unwrap();
+            assert!(shards.len() > 1, "{by:?}");
+            let parsed = parse_all(&shards);
+            // the first shard has the model's metadata and the split keys, the others only the
+            // split keys (and the alignment)
+            for (i, p) in parsed.iter().enumerate() {
+                let info = p.split().unwrap().unwrap();
+                assert_eq!(info.no as usize, i);
+                assert_eq!(info.count as usize, shards.len());
+                assert_eq!(info.tensors, Some(7));
+                assert_eq!(p.get("split.no"), Some(Value::U16(i as u16)));
+                assert_eq!(p.get("split.tensors.count"), Some(Value::I32(7)));
+                assert_eq!(p.alignment(), f.alignment());
+                let n_meta = if i == 0 {
+                    f.metadata().len() + 3
+                } else {
+                    3 + align.is_some() as usize
+                };
+                assert_eq!(p.metadata().len(), n_meta);
+                for t in p.tensors() {
+                    let at = (p.data_offset() + t.offset as usize) as u64;
+                    assert!(at.is_multiple_of(f.alignment()));
+                }
+            }
+            let joined = GgufFile::from_shards(parsed).unwrap();
+            assert_eq!(joined.n_shards(), shards.len());
+            joined.check_complete().unwrap();
+            assert_eq!(joined.get("test.strings"), f.get("test.strings"));
+            assert_eq!(joined.get("test.nested"), f.get("test.nested"));
+            assert_eq!(joined.tensors().len(), 7);
+            for (a, b) in joined.tensors().iter().zip(f.tensors()) {
+                assert_eq!(
+                    (a.name, &a.dims, a.ty, a.size),
+                    (b.name, &b.dims, b.ty, b.size)
+                );
+                assert_eq!(joined.tensor_data(a), f.tensor_data(b));
+                assert_eq!(joined.tensor(a.name).unwrap().shard, a.shard);
+            }
+            let per = tensors_per_shard(&joined);
+            assert_eq!(per.len(), shards.len());
+            assert!(per.iter().all(|&n| n > 0));
+            // splitting the joined view again gives the same shards
+            assert_eq!(write_shards(&joined, by).unwrap(), shards);
+        }
+    }
+}
+
+#[test]
+fn split_plans() {
+    let bytes = splittable(None);
+    let f = GgufFile::parse(&bytes).unwrap();
+    assert_eq!(
+        plan_split(&f, SplitBy::Tensors(3)).unwrap(),
+        [0..3, 3..6, 6..7]
+    );
+    assert_eq!(plan_split(&f, SplitBy::Tensors(100)).unwrap(), vec![0..7]);
+    // sizes 4, 24, 44, 64, 84, 104, 124 bytes, padded to 32: 32, 32, 64, 64, 96, 128, 128;
+    // a tensor over the limit gets a shard of its own
+    assert_eq!(
+        plan_split(&f, SplitBy::Bytes(100)).unwrap(),
+        [0..2, 2..3, 3..4, 4..5, 5..6, 6..7]
+    );
+    assert_eq!(plan_split(&f, SplitBy::Bytes(1)).unwrap().len(), 7);
+    assert!(plan_split(&f, SplitBy::Tensors(0)).is_err());
+    assert!(plan_split(&f, SplitBy::Bytes(0)).is_err());
+    let mut w = GgufWriter::new();
+    w.meta("k", MetaValue::U8(1));
+    let empty = w.finish().unwrap();
+    assert!(plan_split(&GgufFile::parse(&empty).unwrap(), SplitBy::Tensors(1)).is_err());
+}
+
+#[test]
+fn shard_names_as_llama_cpp() {
+    assert_eq!(shard_file_name("dir/m", 0, 3), "dir/m-00001-of-00003.gguf");
+    assert_eq!(shard_file_name("m", 11, 12), "m-00012-of-00012.gguf");
+    assert_eq!(
+        shard_prefix("dir/m-00002-of-00003.gguf", 1, 3),
+        Some("dir/m")
+    );
+    assert_eq!(shard_prefix("dir/m-00002-of-00003.gguf", 0, 3), None);
+    assert_eq!(shard_prefix("m.gguf", 0, 1), None);
+}
+
+#[test]
+fn a_lone_unsplit_file_passes_and_a_lone_shard_names_the_others() {
+    let bytes = splittable(None);
+    let f = GgufFile::from_shards(vec![GgufFile::parse(&bytes).unwrap()]).unwrap();
+    assert_eq!(f.n_shards(), 1);
+    assert_eq!(f.tensors().len(), 7);
+    f.check_complete().unwrap();
+    assert_eq!(f.split().unwrap(), None);
+
+    let shards = write_shards(&f, SplitBy::Tensors(3)).unwrap();
+    let first = GgufFile::parse(&shards[0]).unwrap();
+    let e = first.check_complete().unwrap_err().to_string();
+    assert!(
+        e.contains("first of 3 shards")
+            && e.contains("-00002-of-00003.gguf")
+            && e.contains("-00003-of-00003.gguf"),
+        "{e}"
+    );
+    let m = split_err(GgufFile::from_shards(parse_all(&shards[..1])));
+    assert!(m.contains("-00003-of-00003.gguf"), "{m}");
+    let m = split_err(GgufFile::from_shards(parse_all(&shards[1..2])));
+    assert!(
+        m.contains("shard 2 of 3") && m.contains("-00001-of-00003.gguf"),
+        "{m}"
+    );
+    let e = GgufFile::parse(&shards[2])
+        .unwrap()
+        .check_complete()
+        .unwrap_err();
+    assert!(matches!(e, Error::Split(_)));
+    // a split of one shard is a whole model
+    let single = write_shards(&f, SplitBy::Tensors(7)).unwrap();
+    assert_eq!(single.len(), 1);
+    let s = GgufFile::from_shards(parse_all(&single)).unwrap();
+    assert_eq!(s.split().unwrap().unwrap().count, 1);
+    s.check_complete().unwrap();
+}
+
+#[test]
+fn inconsistent_shard_sets_are_clear_errors() {
+    let bytes = splittable(None);
+    let f = GgufFile::parse(&bytes).unwrap();
+    let three = write_shards(&f, SplitBy::Tensors(3)).unwrap();
+    let two = write_shards(&f, SplitBy::Tensors(4)).unwrap();
+
+    assert!(matches!(
+        GgufFile::from_shards(Vec::new()),
+        Err(Error::InvalidArgument(_))
+    ));
+    // out of order
+    let m = split_err(GgufFile::from_shards(parse_all(&[
+        three[1].clone(),
+        three[0].clone(),
+        three[2].clone(),
+    ])));
+    assert!(
+        m.contains("file 1 of the 3 given is shard 2 of 3") && m.contains("in order"),
+        "{m}"
+    );
+    // a shard missing: the others say the model has 3
+    let m = split_err(GgufFile::from_shards(parse_all(&[
+        three[0].clone(),
+        three[1].clone(),
+    ])));
+    assert!(m.contains("split into 3"), "{m}");
+    // shards of two different splits: counts disagree
+    let m = split_err(GgufFile::from_shards(parse_all(&[
+        three[0].clone(),
+        two[1].clone(),
+        three[2].clone(),
+    ])));
+    assert!(
+        m.contains("3 files given, but file 2 says the model is split into 2"),
+        "{m}"
+    );
+    // a plain file among shards
+    let m = split_err(GgufFile::from_shards(parse_all(&[
+        three[0].clone(),
+        bytes.clone(),
+    ])));
+    assert!(
+        m.contains("2 files given, but file 1 says the model is split into 3"),
+        "{m}"
+    );
+    let m = split_err(GgufFile::from_shards(parse_all(&[
+        bytes.clone(),
+        bytes.clone(),
+    ])));
+    assert!(m.contains("not a gguf-split shard"), "{m}");
+
+    // the same tensor in two shards, and tensors that do not add up
+    let shard = |no: u16, count: u16, total: i32, names: &[&str]| {
+        let mut w = GgufWriter::new();
+        if no == 0 {
+            w.meta("general.architecture", MetaValue::String("llama".into()));
+        }
+        w.meta("split.no", MetaValue::U16(no))
+            .meta("split.count", MetaValue::U16(count))
+            .meta("split.tensors.count", MetaValue::I32(total));
+        for n in names {
+            w.tensor_f32(*n, &[1], &[1.0]).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    let dup = [shard(0, 2, 2, &["a"]), shard(1, 2, 2, &["a"])];
+    let m = split_err(GgufFile::from_shards(parse_all(&dup)));
+    assert!(
+        m.contains("tensor 'a' is in shard 1 and again in shard 2"),
+        "{m}"
+    );
+    let short = [shard(0, 2, 3, &["a"]), shard(1, 2, 3, &["b"])];
+    let m = split_err(GgufFile::from_shards(parse_all(&short)));
+    assert!(m.contains("hold 2 tensors") && m.contains("says 3"), "{m}");
+    let ok = [shard(0, 2, 2, &["a"]), shard(1, 2, 2, &["b"])];
+    assert_eq!(
+        GgufFile::from_shards(parse_all(&ok))
+            .unwrap()
+            .tensors()
+            .len(),
+        2
+    );
+    // split keys that cannot be right
+    let bad = [shard(5, 2, 2, &["a"])];
+    assert!(matches!(
+        GgufFile::parse(&bad[0]).unwrap().split(),
+        Err(Error::Split(_))
+    ));
+    let mut w = GgufWriter::new();
+    w.meta("split.count", MetaValue::String("two".into()));
+    let b = w.finish().unwrap();
+    assert!(matches!(
+        GgufFile::parse(&b).unwrap().split(),
+        Err(Error::WrongType { .. })
+    ));
+}
+
+/// Mutated shards join or fail, never panic, and whatever joins is fully readable.
+#[test]
+fn mutated_shards_never_panic() {
+    let bytes = splittable(Some(64));
+    let f = GgufFile::parse(&bytes).unwrap();
+    let good = write_shards(&f, SplitBy::Tensors(3)).unwrap();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut joined = 0;
+    for _ in 0..2_000 {
+        let mut shards = good.clone();
+        let s = (next() % 3) as usize;
+        let i = (next() % shards[s].len() as u64) as usize;
+        shards[s][i] ^= 1 << (next() % 8);
+        let Ok(parsed) = shards
+            .iter()
+            .map(|b| GgufFile::parse(b))
+            .collect::<crate::error::Result<Vec<_>>>()
+        else {
+            continue;
+        };
+        if let Ok(j) = GgufFile::from_shards(parsed) {
+            joined += 1;
+            exercise(&j);
+        }
+    }
+    assert!(joined > 0);
+}

@@ -223,7 +223,8 @@ impl<'a> Array<'a> {
         }
     }
 
-    /// The raw element bytes of a fixed-size array (little-endian), for bulk decoding.
+    /// The raw element bytes (little-endian), for bulk decoding of a fixed-size array or
+    /// copying any array as it is encoded.
     pub fn raw(&self) -> &'a [u8] {
         self.bytes
     }

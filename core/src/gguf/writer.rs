@@ -216,12 +216,12 @@ impl GgufWriter {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u64).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
 
-fn put_value(out: &mut Vec<u8>, v: &MetaValue) -> Result<()> {
+pub(super) fn put_value(out: &mut Vec<u8>, v: &MetaValue) -> Result<()> {
     match v {
         MetaValue::U8(x) => out.push(*x),
         MetaValue::I8(x) => out.push(*x as u8),
@@ -251,4 +251,32 @@ fn put_value(out: &mut Vec<u8>, v: &MetaValue) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes a value read from a file exactly as it was encoded (strings as their raw bytes,
+/// arrays as their validated element bytes), with no conversion.
+pub(super) fn put_borrowed(out: &mut Vec<u8>, v: &super::Value<'_>) {
+    use super::Value as V;
+    match *v {
+        V::U8(x) => out.push(x),
+        V::I8(x) => out.push(x as u8),
+        V::U16(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::I16(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::U32(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::I32(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::U64(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::I64(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::F32(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::F64(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::Bool(x) => out.push(x as u8),
+        V::String(s) => {
+            out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            out.extend_from_slice(s);
+        }
+        V::Array(a) => {
+            out.extend_from_slice(&(a.elem_type() as u32).to_le_bytes());
+            out.extend_from_slice(&(a.len() as u64).to_le_bytes());
+            out.extend_from_slice(a.raw());
+        }
+    }
 }

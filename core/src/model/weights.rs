@@ -56,6 +56,8 @@ impl<'a> Weights<'a> {
     /// Binds every tensor the configuration needs, checking names, shapes and that the
     /// kernels can compute with each type.
     pub fn from_gguf(f: &GgufFile<'a>, kernels: &Kernels) -> Result<Weights<'a>> {
+        // one shard of a split model alone: say which files are missing, not which tensor
+        f.check_complete()?;
         let c = Config::from_gguf(f)?;
         let b = Binder { f, kernels };
         let (k_row, v_row) = c.kv_row();
