@@ -2,7 +2,6 @@
 //! `Session`s.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use superinfer_core::generate::Model;
@@ -12,7 +11,8 @@ use superinfer_core::model::{Config, Weights};
 use superinfer_core::parallel::Parallel;
 use superinfer_core::tokenizer::Tokenizer;
 
-use crate::load::{MappedFile, WeightArena};
+use crate::load::WeightArena;
+use crate::model_files::ModelFiles;
 use crate::pool::ThreadPool;
 use crate::session::{Session, SessionOptions};
 use crate::{cpu, Error};
@@ -29,7 +29,7 @@ pub struct EngineOptions {
 }
 
 pub struct Engine {
-    // Field order matters: `model`'s weights borrow from `_arena` and `_map` and must be
+    // Field order matters: `model`'s weights borrow from `_arena` and `files` and must be
     // dropped first.
     model: Model<'static>,
     pool: ThreadPool,
@@ -40,21 +40,38 @@ pub struct Engine {
     /// `general.architecture` as written in the file.
     arch_name: String,
     _arena: Option<WeightArena>,
-    _map: Arc<MappedFile>,
+    /// The mapped file, or the shards of a split model.
+    files: ModelFiles,
 }
 
 impl Engine {
-    /// Maps and validates a GGUF model.
+    /// Maps and validates a GGUF model: one file, or the first shard of a model split with
+    /// llama.cpp's `gguf-split`, whose other shards are found beside it by name.
     pub fn load(path: &Path, opts: &EngineOptions) -> Result<Engine, Error> {
         let start = Instant::now();
-        let map = Arc::new(MappedFile::open(path).map_err(Error::Io)?);
-        // SAFETY: the mapping is owned by `self._map` (an Arc that is never handed out
-        // mutably) and its address range is stable until it is dropped. `weights` and
-        // everything else borrowing from it are dropped before `_map` (field order), and
-        // no 'static reference escapes: accessors re-borrow from `&self`.
-        let bytes: &'static [u8] =
-            unsafe { std::mem::transmute::<&[u8], &'static [u8]>(map.bytes()) };
-        let file = GgufFile::parse(bytes).map_err(|e| Error::model(path, e))?;
+        let mut files = ModelFiles::open_first(path)?;
+        // SAFETY: the mappings are owned by `self.files`, never handed out mutably, and
+        // their address ranges are stable until they are dropped (a mapping does not move
+        // when the list holding it grows). `weights` and everything else borrowing from
+        // them are dropped before `files` (field order), and no 'static reference escapes:
+        // accessors re-borrow from `&self`.
+        let bytes = |files: &ModelFiles, i| unsafe {
+            std::mem::transmute::<&[u8], &'static [u8]>(files.bytes(i))
+        };
+        let first = GgufFile::parse(bytes(&files, 0)).map_err(|e| Error::model(path, e))?;
+        let file = match first.split().map_err(|e| Error::model(path, e))? {
+            Some(s) if s.is_split() => {
+                files.open_siblings(&s)?;
+                let mut shards = vec![first];
+                for i in 1..files.len() {
+                    let f = GgufFile::parse(bytes(&files, i))
+                        .map_err(|e| Error::model(files.path(i), e))?;
+                    shards.push(f);
+                }
+                GgufFile::from_shards(shards).map_err(|e| Error::model(path, e))?
+            }
+            _ => first,
+        };
         let features = cpu::detect();
         let isa = match opts.isa {
             Some(i) => Some(i),
@@ -85,7 +102,7 @@ impl Engine {
                     };
                     // each piece's source pages leave our resident set as soon as the piece
                     // is repacked, so the load never holds both copies of the weights
-                    weights.interleave_into(&kernels, bytes, &pool, &|src| map.release_range(src))
+                    weights.interleave_into(&kernels, bytes, &pool, &|src| files.release_range(src))
                 }
                 // no anonymous mapping (e.g. a zero-sized one): the heap will do
                 Err(_) => weights.interleave(&kernels),
@@ -95,7 +112,7 @@ impl Engine {
             // those pages from our resident set (they stay in the page cache), including the
             // ones the pieces shared at their edges and what the parse and the binding touched
             if repacked > 0 {
-                map.release();
+                files.release();
             }
         }
         let tokenizer = Tokenizer::from_gguf(&file).map_err(|e| Error::model(path, e))?;
@@ -106,11 +123,11 @@ impl Engine {
             model: Model::from_parts(weights, tokenizer, kernels),
             pool,
             load_time: start.elapsed(),
-            file_size: bytes.len(),
+            file_size: files.total_size(),
             chat_template,
             arch_name,
             _arena: arena,
-            _map: map,
+            files,
         })
     }
 
@@ -151,8 +168,14 @@ impl Engine {
         self.load_time
     }
 
+    /// The model's bytes on disk (all shards of a split model).
     pub fn file_size(&self) -> usize {
         self.file_size
+    }
+
+    /// The model's files: the one given, then the other shards of a split model.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.files.paths()
     }
 
     /// The chat template the file carries (`tokenizer.chat_template`), if any.

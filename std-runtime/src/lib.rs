@@ -6,6 +6,7 @@ pub mod cpu;
 mod engine;
 mod load;
 pub mod mem;
+mod model_files;
 pub mod perplexity;
 pub mod pool;
 pub mod scheduler;
@@ -17,6 +18,7 @@ use std::path::Path;
 
 pub use engine::{Engine, EngineOptions};
 pub use load::MappedFile;
+pub use model_files::ModelFiles;
 pub use perplexity::{perplexity, Perplexity, PerplexityOptions};
 pub use scheduler::{Scheduler, SchedulerOptions};
 pub use session::{GenerateStats, Session, SessionOptions, StopReason, TokenEvent};

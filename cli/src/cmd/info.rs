@@ -1,16 +1,18 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use superinfer_runtime::core::gguf::{keys, GgufFile, Value};
+use superinfer_runtime::core::gguf::{keys, tensors_per_shard, Value};
 use superinfer_runtime::core::model::Config;
-use superinfer_runtime::MappedFile;
+use superinfer_runtime::ModelFiles;
 
 use crate::args::InfoArgs;
 
 pub fn run(a: &InfoArgs) -> Result<(), String> {
     let mut o = String::new();
-    let map = MappedFile::open(&a.model)?;
-    let f = GgufFile::parse(map.bytes()).map_err(|e| format!("{}: {e}", a.model.display()))?;
+    // a split model: the first shard's metadata, every shard's tensors
+    let files = ModelFiles::open(&a.model).map_err(|e| e.to_string())?;
+    let f = files.parse().map_err(|e| e.to_string())?;
+    let size = files.total_size();
     let arch = f
         .get_str(keys::GENERAL_ARCHITECTURE)
         .ok()
@@ -19,10 +21,20 @@ pub fn run(a: &InfoArgs) -> Result<(), String> {
     let _ = writeln!(o, "file:          {}", a.model.display());
     let _ = writeln!(
         o,
-        "size:          {} bytes ({:.1} MiB)",
-        map.bytes().len(),
-        map.bytes().len() as f64 / (1 << 20) as f64
+        "size:          {size} bytes ({:.1} MiB)",
+        size as f64 / (1 << 20) as f64
     );
+    if files.len() > 1 {
+        let _ = writeln!(o, "shards:        {} (gguf-split)", files.len());
+        for (i, n) in tensors_per_shard(&f).into_iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "  {}  {} bytes, {n} tensors",
+                files.path(i).display(),
+                files.bytes(i).len()
+            );
+        }
+    }
     let _ = writeln!(o, "gguf version:  {}", f.version());
     if let Ok(Some(name)) = f.get_str(keys::GENERAL_NAME) {
         let _ = writeln!(o, "name:          {name}");
