@@ -38,11 +38,34 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print the instruction sets this CPU and build can run, best (the default) first.
     Isas,
+    /// Split a GGUF model into shards as llama.cpp's llama-gguf-split does
+    /// (OUT_PREFIX-00001-of-0000N.gguf, ...), loadable by superinfer, llama.cpp and wllama.
+    #[command(name = "gguf-split")]
+    GgufSplit(GgufSplitArgs),
+}
+
+#[derive(Args)]
+pub struct GgufSplitArgs {
+    /// Most bytes of tensor data in one shard: a number with K, M or G (decimal, as
+    /// llama-gguf-split: 256M is 256,000,000 bytes) or plain bytes. A tensor larger than
+    /// that gets a shard of its own.
+    #[arg(long = "split-max-size", conflicts_with = "split_max_tensors")]
+    pub split_max_size: Option<String>,
+    /// Most tensors in one shard (128 when neither limit is given, as llama-gguf-split).
+    #[arg(long = "split-max-tensors")]
+    pub split_max_tensors: Option<usize>,
+    /// Print the shards that would be written, and write nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// The GGUF model to split (a split model's first shard splits it again).
+    pub input: PathBuf,
+    /// Where the shards go: OUT_PREFIX-00001-of-0000N.gguf and so on.
+    pub out_prefix: PathBuf,
 }
 
 #[derive(Args, Clone)]
 pub struct ModelArgs {
-    /// Path to a GGUF model file.
+    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf).
     #[arg(short = 'm', long = "model")]
     pub model: PathBuf,
     /// Threads (default: all cores).
@@ -239,14 +262,14 @@ pub struct PerplexityArgs {
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// Path to a GGUF model file.
+    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf).
     #[arg(short = 'm', long = "model")]
     pub model: PathBuf,
 }
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Path to a GGUF model file.
+    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf).
     #[arg(short = 'm', long = "model")]
     pub model: PathBuf,
     /// Prompt tokens for the pp test (0 skips it).

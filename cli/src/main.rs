@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         args::Command::Perplexity(a) => cmd::perplexity::run(&a),
         args::Command::Serve(a) => cmd::serve::run(&a),
         args::Command::Isas => cmd::isas(),
+        args::Command::GgufSplit(a) => cmd::gguf_split::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
