@@ -54,6 +54,10 @@ pub struct GgufSplitArgs {
     /// Most tensors in one shard (128 when neither limit is given, as llama-gguf-split).
     #[arg(long = "split-max-tensors")]
     pub split_max_tensors: Option<usize>,
+    /// Put no tensor in the first shard: it holds the metadata alone (small, so a loader
+    /// checks the model before the weights arrive).
+    #[arg(long = "no-tensor-first-split")]
+    pub no_tensor_first_split: bool,
     /// Print the shards that would be written, and write nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,

@@ -161,6 +161,24 @@ fn split_then_run_info_bench_and_perplexity() {
         run_text(&whole)
     );
 
+    // the metadata alone in the first shard
+    let d4 = fresh_dir("meta-first");
+    let out = ok(&superinfer(&[
+        "gguf-split",
+        "--split-max-tensors",
+        "100",
+        "--no-tensor-first-split",
+        s(&whole),
+        s(&d4.join("m")),
+    ]));
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.lines().next().unwrap().contains("(0 tensors"), "{out}");
+    assert_eq!(
+        run_text(&d4.join("m-00001-of-00002.gguf")),
+        run_text(&whole)
+    );
+    let _ = std::fs::remove_dir_all(d4);
+
     // a split model splits again (from its first shard)
     let d3 = fresh_dir("again");
     let out = ok(&superinfer(&[

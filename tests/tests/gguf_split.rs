@@ -110,6 +110,17 @@ fn split_models_decode_bit_identically() {
             );
             let _ = std::fs::remove_dir_all(&d);
         }
+        // a first shard of metadata only (llama-gguf-split --no-tensor-first-split)
+        let f = GgufFile::parse(&bytes).unwrap();
+        let n = f.tensors().len();
+        let d = dir(&format!("{tag}-no-tensor-first"));
+        let paths = write(&d, &write_planned(&f, &[0..0, 0..n / 2, n / 2..n]).unwrap());
+        let opts = EngineOptions {
+            threads: 2,
+            ..Default::default()
+        };
+        assert!(outputs(&paths[0], &opts) == outputs(&whole, &opts));
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
 

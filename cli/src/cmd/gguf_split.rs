@@ -29,8 +29,11 @@ pub fn run(a: &GgufSplitArgs) -> Result<(), String> {
     let files = ModelFiles::open(&a.input).map_err(|e| e.to_string())?;
     let f = files.parse().map_err(|e| e.to_string())?;
     let input = a.input.display();
-    let plan = plan_split(&f, by).map_err(|e| format!("{input}: {e}"))?;
-    let n = plan.len() as u16;
+    let mut plan = plan_split(&f, by).map_err(|e| format!("{input}: {e}"))?;
+    if a.no_tensor_first_split {
+        plan.insert(0, 0..0);
+    }
+    let n = u16::try_from(plan.len()).map_err(|_| format!("{input}: too many shards"))?;
     let outputs: Vec<PathBuf> = (0..n).map(|i| shard_path(&a.out_prefix, i, n)).collect();
     // never write over a file being read
     let inputs: Vec<PathBuf> = files
