@@ -53,8 +53,9 @@ $('load').onclick = () => {
   if (url) loadModel(url, url.split('/').pop());
 };
 $('file').onchange = () => {
-  const f = $('file').files[0];
-  if (f) loadModel(f, f.name);
+  // several files: the shards of a split model (gguf-split), in the order of their names
+  const files = [...$('file').files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (files.length) loadModel(files.length === 1 ? files[0] : files, files.length === 1 ? files[0].name : `${files[0].name} (${files.length} shards)`);
 };
 
 function add(cls, text) {

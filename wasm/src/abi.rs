@@ -127,11 +127,36 @@ pub extern "C" fn si_check_size(size: f64) -> i32 {
 /// address (the result holds it too), or 0 with the error as the result.
 #[no_mangle]
 pub extern "C" fn si_model_alloc(size: usize) -> usize {
+    alloc_parts(|| Ok(vec![size]))
+}
+
+/// [`si_model_alloc`] for a model in parts (a JSON array of their sizes: one file's byte
+/// ranges, or the shards of a split model); each part's place is `si_model_place`'s.
+///
+/// # Safety
+/// As [`input`].
+#[no_mangle]
+pub unsafe extern "C" fn si_model_alloc_parts(ptr: *const u8, len: usize) -> usize {
+    alloc_parts(|| {
+        // SAFETY: the caller's contract.
+        let v = unsafe { json(ptr, len) }?;
+        v.as_array()
+            .and_then(|a| a.iter().map(|x| x.as_u64().map(|n| n as usize)).collect())
+            .ok_or_else(|| {
+                Failure::new(
+                    "invalid_argument",
+                    "part sizes must be an array of integers",
+                )
+            })
+    })
+}
+
+fn alloc_parts(sizes: impl FnOnce() -> Result<Vec<usize>>) -> usize {
     let mut at = 0;
     call(0, |s| {
         s.engine = None;
         s.buffer = None;
-        let b = ModelBuffer::new(size)?;
+        let b = ModelBuffer::with_parts(&sizes()?)?;
         at = b.ptr() as usize;
         s.buffer = Some(b);
         Ok(at.to_string())
@@ -139,9 +164,26 @@ pub extern "C" fn si_model_alloc(size: usize) -> usize {
     at
 }
 
-/// Checks the header once `loaded` bytes of the buffer are filled: 0 = not all of the
-/// header yet, 1 = checked (the result is its summary as JSON), -1 = refused (bad magic,
-/// unknown architecture, unsupported tensor type, too large for wasm32...).
+/// Where part `i` of the model buffer goes, as an offset from its address (parts are placed
+/// in order, each before its bytes are written); -1 on failure. An f64: offsets may pass 2 GB.
+#[no_mangle]
+pub extern "C" fn si_model_place(i: usize) -> f64 {
+    let mut at = -1.0;
+    call(0, |s| {
+        let b = s
+            .buffer
+            .as_mut()
+            .ok_or_else(|| Failure::new("invalid_argument", "no model buffer (si_model_alloc)"))?;
+        at = b.place(i)? as f64;
+        Ok(String::new())
+    });
+    at
+}
+
+/// Checks the header once `loaded` bytes of the parts are filled (in order): 0 = not all of
+/// the header yet (every shard's, for a split model), 1 = checked (the result is its summary
+/// as JSON), -1 = refused (bad magic, unknown architecture, unsupported tensor type, too
+/// large for wasm32, shards missing or out of order...).
 ///
 /// # Safety
 /// `opts_ptr`/`opts_len` as [`input`] (the load options as JSON: `n_ctx`, `n_batch`).
@@ -157,9 +199,9 @@ pub unsafe extern "C" fn si_model_probe(
         let opts = context_options(&unsafe { json(opts_ptr, opts_len) }?);
         let b = s
             .buffer
-            .as_ref()
+            .as_mut()
             .ok_or_else(|| Failure::new("invalid_argument", "no model buffer (si_model_alloc)"))?;
-        match probe::probe(b.bytes(), loaded, &kernels(), &opts)? {
+        match probe::probe(b, loaded, &kernels(), &opts)? {
             Some(v) => {
                 status = 1;
                 Ok(v.to_string())

@@ -14,7 +14,7 @@ use superinfer_core::sampler::{Sampler, SamplerConfig};
 use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
 use superinfer_template::{builtin_for, ChatTemplate};
 
-use crate::buffer::ModelBuffer;
+use crate::buffer::{Layout, ModelBuffer};
 use crate::errors::{Failure, Result};
 use crate::stop::StopStrings;
 
@@ -56,15 +56,21 @@ struct Generation {
 }
 
 impl Engine {
-    /// Takes over the filled buffer; its steps run on `par`. On failure the buffer is freed.
+    /// Takes over the filled buffer (one file, its byte ranges, or a split model's shards);
+    /// its steps run on `par`. On failure the buffer is freed.
     pub fn load(
         buffer: ModelBuffer,
         kernels: Kernels,
         par: &'static dyn Parallel,
         opts: &ContextOptions,
     ) -> Result<Engine> {
+        let files = buffer.files();
+        let layout = buffer.layout();
+        let sizes = buffer.sizes().to_vec();
         let bytes = buffer.leak();
-        match Self::build(bytes, kernels, par, opts) {
+        let built = check_parts(bytes, layout, &sizes)
+            .and_then(|()| Self::build(bytes, &files, kernels, par, opts));
+        match built {
             Ok(e) => Ok(e),
             Err(e) => {
                 // SAFETY: `build` dropped everything that borrowed the bytes.
@@ -74,20 +80,38 @@ impl Engine {
         }
     }
 
+    /// `files`: the `(offset, length)` of the file, or of each shard, in `bytes`.
     fn build(
         bytes: &'static [u8],
+        files: &[(usize, usize)],
         kernels: Kernels,
         par: &'static dyn Parallel,
         opts: &ContextOptions,
     ) -> Result<Engine> {
-        let file = GgufFile::parse(bytes)?;
+        let mut shards = Vec::with_capacity(files.len());
+        for (i, &(at, len)) in files.iter().enumerate() {
+            let part = bytes
+                .get(at..at + len)
+                .ok_or_else(|| Failure::new("internal", "a part lies outside the model buffer"))?;
+            let f = GgufFile::parse(part).map_err(|e| {
+                let e = Failure::from(e);
+                match files.len() {
+                    1 => e,
+                    _ => Failure::new(e.code, format!("part {}: {}", i + 1, e.message)),
+                }
+            })?;
+            shards.push(f);
+        }
+        let file = GgufFile::from_shards(shards)?;
         let meta = |k: &str| file.get_str(k).ok().flatten().map(str::to_string);
         let arch = meta(keys::GENERAL_ARCHITECTURE).unwrap_or_default();
         let name = meta(keys::GENERAL_NAME);
         let file_template = meta(keys::TOKENIZER_CHAT_TEMPLATE);
-        drop(file);
+        let file_size: usize = files.iter().map(|f| f.1).sum();
+        let n_shards = file.n_shards();
 
-        let model: &'static Model<'static> = Box::leak(Box::new(Model::from_gguf(bytes, kernels)?));
+        let model: &'static Model<'static> = Box::leak(Box::new(Model::from_file(&file, kernels)?));
+        drop(file);
         let free_model = || {
             // SAFETY: leaked just above; nothing borrows it when this runs.
             unsafe {
@@ -120,7 +144,8 @@ impl Engine {
         let info = json!({
             "architecture": arch,
             "name": name,
-            "file_size": bytes.len(),
+            "file_size": file_size,
+            "shards": n_shards,
             "n_ctx": ctx.n_ctx(),
             "n_ctx_train": c.n_ctx_train,
             "n_batch": ctx.n_batch(),
@@ -403,6 +428,36 @@ fn sampler_config(req: &Value) -> Result<SamplerConfig> {
     }
     c.validate()?;
     Ok(c)
+}
+
+/// Every part was written, and byte ranges are not whole GGUF files (the shards of a split
+/// model must come in order, the first first, for the first's header to say they are shards).
+fn check_parts(bytes: &[u8], layout: Layout, sizes: &[usize]) -> Result<()> {
+    if layout == Layout::Undecided && sizes.len() > 1 {
+        return Err(Failure::new(
+            "invalid_argument",
+            "the model's parts were not all written",
+        ));
+    }
+    if layout != Layout::Ranges {
+        return Ok(());
+    }
+    let mut at = 0;
+    for (i, &len) in sizes.iter().enumerate() {
+        if i > 0 && len >= 4 && bytes.get(at..at + 4) == Some(&b"GGUF"[..]) {
+            return Err(Failure::new(
+                "invalid_argument",
+                format!(
+                    "part {} is a GGUF file of its own, but the first part is not the first \
+                     shard of a split model (gguf-split): pass one file's byte ranges, or a split \
+                     model's shards in order, the first one first",
+                    i + 1
+                ),
+            ));
+        }
+        at += len;
+    }
+    Ok(())
 }
 
 impl Drop for Engine {

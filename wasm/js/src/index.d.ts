@@ -23,8 +23,18 @@ export declare class SuperinferError extends Error {
   constructor(code: ErrorCode, message: string);
 }
 
-/** A URL (in Node also a file path or file: URL), the URLs of one file cut into byte ranges (concatenated in order), a Blob/File (browsers), or bytes (an ArrayBuffer is transferred to the worker: it becomes detached). */
-export type ModelSource = string | URL | Array<string | URL> | Blob | ArrayBuffer | ArrayBufferView;
+/** One part of a model: a URL (in Node also a file path or file: URL), a Blob/File, or bytes (an ArrayBuffer is transferred to the worker: it becomes detached). */
+export type ModelPart = string | URL | Blob | ArrayBuffer | ArrayBufferView;
+
+/**
+ * A GGUF file, or an array of parts, in order: the shards of a model split with llama.cpp's
+ * `llama-gguf-split` (`model-00001-of-00003.gguf`, `model-00002-of-00003.gguf`, ...; the
+ * first shard's header says it is one, and every shard must be there, in order), or one file
+ * cut into byte ranges (concatenated). Either way the weights are held once in wasm memory.
+ * The URL (or Node path) of a first shard alone, named `…-00001-of-0000N.gguf`, stands for
+ * all N shards, found by name as llama.cpp finds them (`shardNames`).
+ */
+export type ModelSource = ModelPart | ModelPart[];
 
 export interface LoadOptions {
   /** Called as the file streams into the engine. */
@@ -128,7 +138,10 @@ export interface ChatMessage {
 export interface EngineInfo {
   architecture: string;
   name: string | null;
+  /** The model's bytes (every part's). */
   file_size: number;
+  /** The files of a split model (gguf-split), else 1. */
+  shards: number;
   n_ctx: number;
   n_ctx_train: number;
   n_batch: number;
@@ -172,6 +185,9 @@ export declare class Engine {
 }
 
 export declare function load(source: ModelSource, options?: LoadOptions): Promise<Engine>;
+
+/** The URLs (or paths) of every shard when `source` names a split model's first shard (`…-00001-of-0000N.gguf`, N > 1), else null. */
+export declare function shardNames(source: string): string[] | null;
 
 /** Name of the Cache API cache models are kept in. */
 export declare const CACHE_NAME: string;

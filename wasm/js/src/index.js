@@ -58,11 +58,34 @@ class Rpc {
 }
 
 function describeSource(source) {
+  const shards = (typeof source === 'string' || source instanceof URL) && shardNames(String(source));
+  if (shards) return describeSource(shards);
+  if (Array.isArray(source)) {
+    if (!source.length) throw new SuperinferError('invalid_argument', 'an empty list of model parts');
+    const items = source.map(describeOne);
+    return { kind: 'parts', items: items.map(({ transfer, ...i }) => i), transfer: items.flatMap((i) => i.transfer ?? []) };
+  }
+  return describeOne(source);
+}
+
+/**
+ * A split model's first shard as llama-gguf-split names it (`…-00001-of-00003.gguf`, any
+ * query string kept): every shard's URL or path, found by name as llama.cpp finds them;
+ * otherwise null.
+ */
+export function shardNames(source) {
+  const m = /^(.*)-00001-of-(\d{5})\.gguf((?:[?#].*)?)$/.exec(source);
+  const n = m ? Number(m[2]) : 0;
+  if (n < 2) return null;
+  return Array.from({ length: n }, (_, i) => `${m[1]}-${String(i + 1).padStart(5, '0')}-of-${m[2]}.gguf${m[3]}`);
+}
+
+/** One file, or one part: a URL (in Node a local path or file: URL), a Blob, or bytes. */
+function describeOne(source) {
   if (isNode && (typeof source === 'string' || source instanceof URL) && isLocal(source)) {
     return { kind: 'file', path: String(source) };
   }
-  if (typeof source === 'string' || source instanceof URL) return { kind: 'urls', urls: [String(source)] };
-  if (Array.isArray(source)) return { kind: 'urls', urls: source.map(String) };
+  if (typeof source === 'string' || source instanceof URL) return { kind: 'url', url: String(source) };
   if (typeof Blob !== 'undefined' && source instanceof Blob) return { kind: 'blob', blob: source };
   if (source instanceof ArrayBuffer) return { kind: 'buffer', buffer: source, transfer: [source] };
   if (ArrayBuffer.isView(source)) {
@@ -70,12 +93,14 @@ function describeSource(source) {
       ? source.buffer : source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength);
     return { kind: 'buffer', buffer: copy, transfer: [copy] };
   }
-  throw new SuperinferError('invalid_argument', 'the model source must be a URL, an array of URLs, a Blob/File or an ArrayBuffer');
+  throw new SuperinferError('invalid_argument', 'the model source must be a URL, a Blob/File, an ArrayBuffer, or an array of them (the shards of a split model, or one file\'s byte ranges)');
 }
 
 /**
- * Loads a GGUF model in a new worker.
- * @param {string | URL | string[] | Blob | ArrayBuffer | ArrayBufferView} source
+ * Loads a GGUF model in a new worker: one file, or an array of parts (the shards of a model
+ * split with llama.cpp's gguf-split, in order, or one file's byte ranges). A split model's
+ * first shard alone, by URL or path, brings the others by name.
+ * @param {import('./index.d.ts').ModelSource} source
  * @param {import('./index.d.ts').LoadOptions} [options]
  * @returns {Promise<Engine>}
  */

@@ -1,7 +1,9 @@
-// Model sources, as streams of chunks of known total size: an ArrayBuffer, a Blob/File, or
-// one URL or several (the parts of a file split into byte ranges, concatenated in order).
-// URLs go through the Cache API when it exists and caching is on, keyed by URL; an entry
-// whose body is not the size it was stored with is thrown away.
+// Model sources, as streams of chunks of known total size: an ArrayBuffer, a Blob/File, a
+// URL (in Node also a file path), or a list of them: the parts of one file cut into byte
+// ranges, concatenated in order, or the shards of a model split with llama.cpp's gguf-split
+// (the engine tells which from the first part's header). URLs go through the Cache API when
+// it exists and caching is on, keyed by URL; an entry whose body is not the size it was
+// stored with is thrown away.
 
 import { SuperinferError } from './errors.js';
 
@@ -14,28 +16,22 @@ const SIZE_HEADER = 'x-superinfer-size';
  * @typedef {{size: number, parts: Part[], cancel: () => void, cachedParts: number}} Source
  */
 
-/** @returns {Promise<Source>} */
+/**
+ * `source`: one `{kind: 'buffer' | 'file' | 'blob' | 'url', ...}`, or `{kind: 'parts', items}`
+ * of them.
+ * @returns {Promise<Source>}
+ */
 export async function openSource(source, { cache = true } = {}) {
-  let parts;
-  if (source.kind === 'buffer') {
-    parts = [bufferPart(new Uint8Array(source.buffer))];
-  } else if (source.kind === 'file') {
-    parts = [await filePart(source.path)];
-  } else if (source.kind === 'blob') {
-    parts = [blobPart(source.blob)];
-  } else if (source.kind === 'urls') {
-    if (!source.urls.length) throw new SuperinferError('invalid_argument', 'an empty list of URLs');
-    const store = cache ? await openCache() : null;
-    parts = [];
-    try {
-      // every response's headers first: the total size decides the allocation
-      for (const url of source.urls) parts.push(await urlPart(url, store));
-    } catch (e) {
-      for (const p of parts) p.cancel();
-      throw e;
-    }
-  } else {
-    throw new SuperinferError('invalid_argument', 'unknown source kind');
+  const items = source.kind === 'parts' ? source.items : [source];
+  if (!items.length) throw new SuperinferError('invalid_argument', 'an empty list of model parts');
+  const store = cache && items.some((i) => i.kind === 'url') ? await openCache() : null;
+  const parts = [];
+  try {
+    // every part's size first (a response's headers): the total decides the allocation
+    for (const item of items) parts.push(await openPart(item, store));
+  } catch (e) {
+    for (const p of parts) p.cancel();
+    throw e;
   }
   return {
     size: parts.reduce((s, p) => s + p.size, 0),
@@ -43,6 +39,16 @@ export async function openSource(source, { cache = true } = {}) {
     cachedParts: parts.filter((p) => p.cached).length,
     cancel: () => parts.forEach((p) => p.cancel()),
   };
+}
+
+async function openPart(item, store) {
+  switch (item.kind) {
+    case 'buffer': return bufferPart(new Uint8Array(item.buffer));
+    case 'file': return filePart(item.path);
+    case 'blob': return blobPart(item.blob);
+    case 'url': return urlPart(item.url, store);
+    default: throw new SuperinferError('invalid_argument', 'unknown source kind');
+  }
 }
 
 function bufferPart(bytes) {

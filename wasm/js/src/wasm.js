@@ -167,11 +167,19 @@ export class WasmCore {
     this.check(this.exports.si_check_size(size));
   }
 
-  /** Allocates the model buffer; returns its address. */
-  modelAlloc(size) {
-    const ptr = this.exports.si_model_alloc(size);
+  /** Allocates the model buffer for parts of these sizes; returns its address. */
+  modelAlloc(sizes) {
+    // an address may pass 2 GiB: wasm's i32 comes out signed
+    const ptr = this.withInput(sizes, (p, n) => this.exports.si_model_alloc_parts(p, n)) >>> 0;
     if (!ptr) throw SuperinferError.from(JSON.parse(this.resultText()));
     return ptr;
+  }
+
+  /** Where part `i` goes in the model buffer (an offset from its address); parts in order. */
+  modelPlace(i) {
+    const at = this.exports.si_model_place(i);
+    if (at < 0) throw SuperinferError.from(JSON.parse(this.resultText()));
+    return at;
   }
 
   /** null while the header is incomplete, else its summary. */

@@ -125,26 +125,29 @@ async function load({ id, source, options }) {
   const t0 = performance.now();
   try {
     core.checkSize(total);
-    const base = core.modelAlloc(total);
+    // one allocation for every part: one file's byte ranges back to back, or the shards of a
+    // split model (gguf-split) each aligned as a file of its own; the first part's header
+    // (probed by the time it ends) says which
+    const base = core.modelAlloc(src.parts.map((p) => p.size));
     let loaded = 0;
     let header = null;
     let nextProbe = 64 << 10;
     let nextProgress = 0;
     for (const [i, part] of src.parts.entries()) {
-      let partStart = loaded;
+      const at = base + core.modelPlace(i);
+      const partStart = loaded;
+      // probe early in each part: a later shard's header is checked as soon as it is in
+      if (i > 0) nextProbe = loaded + (64 << 10);
       for await (const chunk of part.chunks()) {
         if (aborted.has(id)) throw new SuperinferError('invalid_argument', 'the load was cancelled');
-        if (loaded + chunk.length > total) {
-          throw new SuperinferError('network', `received more bytes than the ${total} announced`);
+        if (loaded - partStart + chunk.length > part.size) {
+          throw new SuperinferError('network', `received more bytes than the ${part.size} announced${part.url ? ` (${part.url})` : ''}`);
         }
-        if (i > 0 && loaded === partStart && chunk.length >= 4 && chunk[0] === 0x47 && chunk[1] === 0x47 && chunk[2] === 0x55 && chunk[3] === 0x46) {
-          throw new SuperinferError('unsupported_model', 'the parts are gguf-split shards (each a GGUF file); this engine takes one GGUF file cut into byte ranges: merge them with `llama-gguf-split --merge` or pass one file');
-        }
-        core.bytes(base + loaded, chunk.length).set(chunk);
+        core.bytes(at + loaded - partStart, chunk.length).set(chunk);
         loaded += chunk.length;
         if (!header && loaded >= nextProbe) {
           header = core.probe(loaded, opts);
-          nextProbe = loaded * 2;
+          nextProbe = loaded + Math.max(64 << 10, loaded - partStart);
         }
         if (loaded >= nextProgress || loaded === total) {
           port.post({ id, type: 'progress', loaded, total });
@@ -154,9 +157,9 @@ async function load({ id, source, options }) {
       if (loaded - partStart !== part.size) {
         throw new SuperinferError('truncated', `the download ended after ${loaded - partStart} of ${part.size} bytes${part.url ? ` (${part.url})` : ''}; try again`);
       }
-      partStart = loaded;
+      // before the next part is placed: a whole first part tells byte ranges from shards
+      if (!header) header = core.probe(loaded, opts);
     }
-    if (!header) core.probe(loaded, opts);
     const info = core.modelLoad(opts);
     return { ...info, load_ms: performance.now() - t0, cached: src.cachedParts === src.parts.length && src.parts.length > 0 && !!src.parts[0].cached, wasm_bytes: core.memory.buffer.byteLength };
   } catch (e) {

@@ -2,14 +2,16 @@
 // a reply streams, the Stop button ends it, a screenshot is saved; a reload takes the model
 // from the Cache API; and the page reports whether it is cross-origin isolated (COOP/COEP
 // set by serve.mjs) and the threads the engine uses: served with COOP/COEP, the threaded
-// build on the cores (2 here); without them, the single-thread build, even when 2 are asked.
+// build on the cores (2 here); without them, the single-thread build, even when 2 are asked;
+// local Files load, the shards of a split model too (several Files, picked in any order).
 // Env: SUPERINFER_DEMO (wasm/demo), SUPERINFER_PKG (the installed package), SUPERINFER_GEMMA,
-// SUPERINFER_SCREENSHOT (where to save it), CHROMIUM (default /usr/bin/chromium).
+// SUPERINFER_BIN (native superinfer, for gguf-split), SUPERINFER_SCREENSHOT (where to save
+// it), CHROMIUM (default /usr/bin/chromium).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, basename } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -148,5 +150,14 @@ test('without COOP/COEP the page is not isolated and runs one thread; a local Fi
   assert.equal(info.threads_requested, 2);
   assert.equal(info.threads, 1, 'no shared memory: the single-thread build');
   assert.equal(info.build, 'superinfer');
+  // the shards of a split model as local Files (Blobs); the page orders them by name
+  const dir = mkdtempSync(join(tmpdir(), 'superinfer-shards-'));
+  dirs.push(dir);
+  execFileSync(env('SUPERINFER_BIN'), ['gguf-split', '--split-max-size', '100M', env('SUPERINFER_GEMMA'), join(dir, 'gemma')]);
+  const shards = readdirSync(dir).sort().reverse().map((f) => join(dir, f));
+  const split = await loadModel(page, shards);
+  console.log(split.status);
+  assert.equal(split.info.shards, shards.length);
+  assert.ok(split.info.file_size > info.file_size, 'every shard has a header of its own');
   assert.deepEqual(errors, []);
 });
