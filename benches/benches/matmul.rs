@@ -7,7 +7,8 @@
 //! `SUPERINFER_BENCH_FORMATS=Q5_0,Q4_K` picks formats; `SUPERINFER_BENCH_ISAS=avx2,avx512`
 //! picks kernel tables (default: the best one). `SUPERINFER_BENCH_TOKENS=8` sets the tokens
 //! per batch (the decode step of 8 sequences; default 512); `SUPERINFER_BENCH_SHAPES=head`
-//! adds Gemma-3-270M's output matrix (262,144 × 640) to the FFN shapes.
+//! adds Gemma-3-270M's output matrix (262,144 × 640) and Qwen2.5-1.5B's (151,936 × 1536) to
+//! the FFN shapes.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
@@ -34,6 +35,10 @@ const SHAPES: [(&str, usize, usize); 2] = [("up", 4864, 896), ("down", 896, 4864
 /// Gemma-3-270M's output matrix (its vocabulary × its width), with `SHAPES=head`.
 const HEAD: (&str, usize, usize) = ("head", 262_144, 640);
 
+/// Qwen2.5-1.5B's (Q6_K in its Q4_K_M file; Gemma's width is no whole k-quant super-block),
+/// with `SHAPES=head`.
+const HEAD_1_5B: (&str, usize, usize) = ("head-1.5b", 151_936, 1536);
+
 fn matmul_bench(c: &mut Criterion) {
     let formats: Vec<GgmlType> = match std::env::var("SUPERINFER_BENCH_FORMATS") {
         Ok(s) => FORMATS
@@ -50,6 +55,7 @@ fn matmul_bench(c: &mut Criterion) {
     let mut shapes = SHAPES.to_vec();
     if std::env::var("SUPERINFER_BENCH_SHAPES").is_ok_and(|s| s.split(',').any(|n| n == "head")) {
         shapes.push(HEAD);
+        shapes.push(HEAD_1_5B);
     }
     for ty in formats {
         let mut group = c.benchmark_group(format!("matmul/{ty}"));

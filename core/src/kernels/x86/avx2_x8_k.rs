@@ -5,7 +5,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::{ld128, ld256};
-use super::avx2_x8::{arr, bcast4, by_token_count, prefetch_ahead, scales8, token_tiles};
+use super::avx2_x8::{arr, bcast4, by_token_count, prefetch_far, scales8, token_tiles};
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
@@ -33,8 +33,8 @@ pub(super) fn super_blocks<const T: usize>(
         // SAFETY: super-block b of the group (checked above).
         let p = unsafe { w.as_ptr().add(b * group_block) };
         if T == 1 {
-            // matrix × vector: the weights stream from DRAM (see `PREFETCH_AHEAD`)
-            prefetch_ahead(p, group_block);
+            // matrix × vector: the weights stream from DRAM (see `PREFETCH_FAR`)
+            prefetch_far(p, group_block);
         }
         let terms = block(p, arr(|t| &ys[t][b]));
         for (acc, term) in acc.iter_mut().zip(terms) {

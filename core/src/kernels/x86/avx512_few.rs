@@ -11,6 +11,7 @@
 
 use super::avx2_x8::{gemm_group, tiles_of, SUMS};
 use super::avx512_few_k;
+use super::avx512_few_pairs;
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
@@ -68,18 +69,54 @@ fn per_group(
     }
 }
 
-/// Defines `$gemm`, a batch kernel over the legacy block function `$block` (which takes each
-/// token's block quant sums).
+/// Defines `$gemm`, a batch kernel: pairs of groups on 512-bit vectors through `$pair`
+/// (`avx512_few_pairs`), a last odd group through the 256-bit block function `$block` (which
+/// takes each token's block quant sums).
 macro_rules! few_legacy {
-    ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
+    ($gemm:ident, $gemm_t:ident, $pair_t:ident, $block:ident, $pair:ident, $group_block:expr) => {
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
             let group_bytes = cols / QK * $group_block;
-            per_group(w, group_bytes, acts.len(), out, |w, out| {
+            let n = acts.len();
+            if group_bytes == 0 || n == 0 {
+                out.fill([0.0; ROWS]);
+                return;
+            }
+            let groups = (w.len() / group_bytes).min(out.len() / n);
+            let (w, w_odd) = w.split_at(groups / 2 * 2 * group_bytes);
+            let (out, out_odd) = out.split_at_mut(groups / 2 * 2 * n);
+            for (w, out) in w
+                .chunks_exact(2 * group_bytes)
+                .zip(out.chunks_exact_mut(2 * n))
+            {
+                let (wa, wb) = w.split_at(group_bytes);
+                let (oa, ob) = out.split_at_mut(n);
+                for t0 in (0..n).step_by(FEW_TILE) {
+                    let t1 = (t0 + FEW_TILE).min(n);
+                    let (a, oa, ob) = (acts.slice(t0, t1), &mut oa[t0..t1], &mut ob[t0..t1]);
+                    by_count8!(t1 - t0, $pair_t(cols, [wa, wb], a, [oa, ob]))
+                }
+            }
+            per_group(w_odd, group_bytes, n, out_odd, |w, out| {
                 tiles_of(FEW_TILE, acts, out, |a, o| {
                     by_count8!(a.len(), $gemm_t(cols, w, a, o))
                 })
             });
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+        fn $pair_t<const T: usize>(
+            cols: usize,
+            w: [&[u8]; 2],
+            acts: BatchRows<'_>,
+            out: [&mut [[f32; ROWS]]; 2],
+        ) {
+            // SAFETY: the block function reads one group block per group pointer.
+            unsafe {
+                avx512_few_pairs::gemm_pair::<T>(cols, w, acts, out, $group_block, |p, y, s| {
+                    avx512_few_pairs::$pair::<T>(p, y, s)
+                })
+            }
         }
 
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
@@ -102,19 +139,25 @@ macro_rules! few_legacy {
 few_legacy!(
     gemm_few_q8_0,
     gemm_few_q8_0_t,
+    gemm_pair_q8_0_t,
     q8_0_chain,
+    q8_0_pair,
     q8_0::GROUP_BLOCK
 );
 few_legacy!(
     gemm_few_q4_0,
     gemm_few_q4_0_t,
+    gemm_pair_q4_0_t,
     q4_0_chain,
+    q4_0_pair,
     q4_0::GROUP_BLOCK
 );
 few_legacy!(
     gemm_few_q5_0,
     gemm_few_q5_0_t,
+    gemm_pair_q5_0_t,
     q5_0_block,
+    q5_0_pair,
     q5_0::GROUP_BLOCK
 );
 

@@ -16,7 +16,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
-use super::avx2_x8::{arr, bcast4, prefetch_ahead};
+use super::avx2_x8::{arr, bcast4, prefetch_far};
 use super::avx2_x8_k::{q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms};
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
@@ -156,7 +156,7 @@ unsafe fn tile<const T: usize>(
         // SAFETY: super-block b of the group (asserted above).
         let p = unsafe { w.as_ptr().add(b * group_block) };
         // the weights stream from memory: ask for the next super-block's lines early
-        prefetch_ahead(p, group_block);
+        prefetch_far(p, group_block);
         let terms = block(p, arr(|t| &ys[t][b]));
         for (acc, term) in acc.iter_mut().zip(terms) {
             *acc = _mm256_add_ps(*acc, term);

@@ -13,6 +13,7 @@ mod avx2_x8_k;
 mod avx512;
 mod avx512_few;
 mod avx512_few_k;
+mod avx512_few_pairs;
 mod avx512_gemv;
 mod avx512_x8;
 mod avx512_x8_k;
