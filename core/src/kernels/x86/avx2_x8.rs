@@ -78,14 +78,21 @@ pub(super) unsafe fn scales8(d: *const u8) -> __m256 {
 /// 512 and 4096 bytes are slower than 1024; 2048 about the same.
 pub(super) const PREFETCH_AHEAD: usize = 1024;
 
-/// Prefetches every cache line of the `len` bytes [`PREFETCH_AHEAD`] past `p` (a hint: the
-/// addresses need not be valid).
+/// Prefetches into L1 every cache line of the `len` bytes [`PREFETCH_AHEAD`] past `p` (a
+/// hint: the addresses need not be valid).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn prefetch_ahead(p: *const u8, len: usize) {
+    prefetch_lines::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD), len);
+}
+
+/// `_mm_prefetch` with `HINT` of every cache line of the `len` bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn prefetch_lines<const HINT: i32>(p: *const u8, len: usize) {
     let mut o = 0;
     while o < len {
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD + o).cast());
+        _mm_prefetch::<HINT>(p.wrapping_add(o).cast());
         o += 64;
     }
 }
@@ -112,11 +119,7 @@ pub(super) const PREFETCH_FAR: usize = 8192;
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn prefetch_far(p: *const u8, len: usize) {
-    let mut o = 0;
-    while o < len {
-        _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(PREFETCH_FAR + o).cast());
-        o += 64;
-    }
+    prefetch_lines::<_MM_HINT_T1>(p.wrapping_add(PREFETCH_FAR), len);
 }
 
 /// Runs `block` (the integer part of one block for one group and one token: from a pointer
