@@ -19,7 +19,7 @@ use core::ops::Range;
 use super::file::{GgufFile, Shard, MAGIC};
 use super::keys;
 use super::value::Value;
-use super::writer::{put_borrowed, put_str, put_value};
+use super::writer::{put_borrowed, put_str, put_tensor_info, put_value};
 use super::MetaValue;
 use crate::error::{Error, Result};
 
@@ -345,13 +345,7 @@ pub fn shard_header(f: &GgufFile<'_>, plan: &[Range<usize>], i: usize) -> Result
     let mut offset = 0u64;
     let mut rel = Vec::with_capacity(tensors.len());
     for t in tensors {
-        put_str(&mut out, t.name);
-        out.extend_from_slice(&(t.dims.len() as u32).to_le_bytes());
-        for d in &t.dims {
-            out.extend_from_slice(&d.to_le_bytes());
-        }
-        out.extend_from_slice(&t.ty.id().to_le_bytes());
-        out.extend_from_slice(&offset.to_le_bytes());
+        put_tensor_info(&mut out, t.name, &t.dims, t.ty, offset);
         rel.push(offset);
         offset += pad(t.size);
     }

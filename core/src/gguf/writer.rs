@@ -196,13 +196,7 @@ impl GgufWriter {
         let mut offset = 0u64;
         let mut offsets = Vec::with_capacity(self.tensors.len());
         for t in &self.tensors {
-            put_str(&mut out, &t.name);
-            out.extend_from_slice(&(t.dims.len() as u32).to_le_bytes());
-            for d in &t.dims {
-                out.extend_from_slice(&d.to_le_bytes());
-            }
-            out.extend_from_slice(&t.ty.id().to_le_bytes());
-            out.extend_from_slice(&offset.to_le_bytes());
+            put_tensor_info(&mut out, &t.name, &t.dims, t.ty, offset);
             offsets.push(offset);
             offset = (offset + t.data.len() as u64).div_ceil(self.alignment) * self.alignment;
         }
@@ -219,6 +213,23 @@ impl GgufWriter {
 pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u64).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
+}
+
+/// One entry of the tensor directory: name, dimensions, type and data offset.
+pub(super) fn put_tensor_info(
+    out: &mut Vec<u8>,
+    name: &str,
+    dims: &[u64],
+    ty: GgmlType,
+    offset: u64,
+) {
+    put_str(out, name);
+    out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+    for d in dims {
+        out.extend_from_slice(&d.to_le_bytes());
+    }
+    out.extend_from_slice(&ty.id().to_le_bytes());
+    out.extend_from_slice(&offset.to_le_bytes());
 }
 
 pub(super) fn put_value(out: &mut Vec<u8>, v: &MetaValue) -> Result<()> {
