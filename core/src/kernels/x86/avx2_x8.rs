@@ -119,7 +119,15 @@ pub(super) const PREFETCH_FAR: usize = 8192;
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn prefetch_far(p: *const u8, len: usize) {
-    prefetch_lines::<_MM_HINT_T1>(p.wrapping_add(PREFETCH_FAR), len);
+    prefetch_l2(p, PREFETCH_FAR, len);
+}
+
+/// Prefetches into L2 every cache line of the `len` bytes `ahead` bytes past `p` (a hint:
+/// the addresses need not be valid).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn prefetch_l2(p: *const u8, ahead: usize, len: usize) {
+    prefetch_lines::<_MM_HINT_T1>(p.wrapping_add(ahead), len);
 }
 
 /// Runs `block` (the integer part of one block for one group and one token: from a pointer

@@ -15,11 +15,19 @@
 //! On Zen 4 a 512-bit `vpdpbusd` does twice the work of a 256-bit one at half the rate, so
 //! the gain is in everything around it: half the activation broadcasts, float operations
 //! and loop overhead per row.
+//!
+//! Each block prefetches, into L2, the same block of the next pair of groups (two groups'
+//! bytes ahead): one pair's walk ahead, whatever the matrix's width. A fixed distance fits
+//! one shape only. Zen 4, two threads, `superinfer bench -np 8 -p 128 -n 128`, alternated:
+//! Qwen2.5-0.5B as Q4_0 decoded 302 / 368 / 366 t/s with 8 KiB ahead (the k-quant kernels'
+//! `PREFETCH_FAR`), 395 / 403 / 399 with 16 KiB and 416 / 418 / 400 with one pair; as
+//! shipped (Q8_0) 309 / 311 → 332 / 336. The k-quant kernels keep 8 KiB: one group ahead was
+//! no faster for Gemma-3's at 8 sequences and slower for Qwen2.5-1.5B's at one.
 
 use core::arch::x86_64::*;
 
 use super::avx2::{ld128, ld256};
-use super::avx2_x8::{arr, prefetch_far, q5_0_chunk};
+use super::avx2_x8::{arr, prefetch_l2, q5_0_chunk};
 use crate::quant::interleaved::{BatchRows, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 
@@ -87,8 +95,9 @@ pub(super) unsafe fn gemm_pair<const T: usize>(
     block: impl Fn([*const u8; 2], [&BlockQ8_0; T], [i32; T]) -> [__m512i; T],
 ) {
     let nb = cols / QK;
+    let group_bytes = nb * group_block;
     assert!(
-        w.iter().all(|w| w.len() >= nb * group_block),
+        w.iter().all(|w| w.len() >= group_bytes),
         "two whole groups of {cols} columns"
     );
     assert!(
@@ -109,8 +118,9 @@ pub(super) unsafe fn gemm_pair<const T: usize>(
                 w[1].as_ptr().add(b * group_block),
             ]
         };
-        prefetch_far(p[0], group_block);
-        prefetch_far(p[1], group_block);
+        // the same block of the next pair: one pair's walk ahead (see the module docs)
+        prefetch_l2(p[0], 2 * group_bytes, group_block);
+        prefetch_l2(p[1], 2 * group_bytes, group_block);
         let yb: [&BlockQ8_0; T] = arr(|t| unsafe { &*ys[t].as_ptr().add(b) });
         let sb: [i32; T] = arr(|t| unsafe { *sums[t].as_ptr().add(b) });
         let isum = block(p, yb, sb);
