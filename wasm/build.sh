@@ -22,10 +22,14 @@
 #     __tls_size, __tls_align and __tls_base when +atomics is on; --max-memory raises its
 #     1 GiB default to wasm32's 4 GiB; __stack_pointer is exported so that each worker's
 #     instance can be given its own stack before it runs any code: see src/threads.rs.)
-# A relaxed-simd variant is a row more (name with "relaxed", flags with +relaxed-simd): the
-# loader takes a "relaxed" variant only where WebAssembly.validate accepts a relaxed-simd
-# instruction. It is not in the table until core's kernels/wasm32 has relaxed-simd kernels
-# (#[cfg(target_feature = "relaxed-simd")]); until then it would be the same code.
+#   superinfer-relaxed, superinfer-relaxed-threads
+#                       the same two with +relaxed-simd: core's kernels/wasm32/relaxed.rs
+#                       (#[cfg(target_feature = "relaxed-simd")]: Q4_0, Q5_0 and the k-quants
+#                       through i16x8.relaxed_dot_i8x16_i7x16_s, the flash tile through
+#                       f32x4.relaxed_madd). The loader takes a "relaxed" variant only where
+#                       WebAssembly.validate accepts a relaxed-simd instruction (Chromium >= 114,
+#                       Node >= 22; Node 20 with --experimental-wasm-relaxed-simd), the plain
+#                       one of the same threading otherwise.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$(cd .. && pwd)
@@ -41,8 +45,8 @@ done
 variants=(
     "superinfer|$simd||no|no"
     "superinfer-threads|$threads|$thread_link|yes|yes"
-    # "superinfer-relaxed|$simd,+relaxed-simd||no|no"
-    # "superinfer-relaxed-threads|$threads,+relaxed-simd|$thread_link|yes|yes"
+    "superinfer-relaxed|$simd,+relaxed-simd||no|no"
+    "superinfer-relaxed-threads|$threads,+relaxed-simd|$thread_link|yes|yes"
 )
 # SUPERINFER_WASM_VARIANTS="superinfer" builds only the named ones (a quick single-thread build)
 only=" ${SUPERINFER_WASM_VARIANTS:-} "

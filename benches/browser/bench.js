@@ -20,7 +20,7 @@ async function superinfer({ model, threads, prompt, nGen }) {
   const { wasmBytes } = await e.memory();
   const info = e.info();
   await e.dispose();
-  return { threads: info.threads, loadMs, promptN: t.prompt_n, promptTps: t.prompt_per_second, genN: t.predicted_n, genTps: t.predicted_per_second, wasmBytes, fileSize: info.file_size, kvBytes: info.kv_cache_bytes };
+  return { threads: info.threads, build: info.build, loadMs, promptN: t.prompt_n, promptTps: t.prompt_per_second, genN: t.predicted_n, genTps: t.predicted_per_second, wasmBytes, fileSize: info.file_size, kvBytes: info.kv_cache_bytes };
 }
 
 async function wllama({ model, threads, prompt, nGen }) {

@@ -92,7 +92,7 @@ for (const model of models) {
     results.push(row);
     if (!json) {
       const s = row.superinfer; const w = row.wllama; const n = row.native;
-      console.log(`${row.model} -t ${t}: superinfer (${s.threads} thread${s.threads > 1 ? 's' : ''}) prompt ${s.promptTps.toFixed(1)} t/s (${s.promptN} tok), decode ${s.genTps.toFixed(1)} t/s | wllama prompt ${w.promptTps.toFixed(1)} (${w.promptN} tok), decode ${w.genTps.toFixed(1)} | ratio prompt ${(s.promptTps / w.promptTps).toFixed(2)}x, decode ${(s.genTps / w.genTps).toFixed(2)}x | native prompt ${n?.promptTps?.toFixed(1)}, decode ${n?.genTps?.toFixed(1)} (wasm/native decode ${n ? (s.genTps / n.genTps).toFixed(2) : '?'}) | superinfer wasm memory ${(s.wasmBytes / 2 ** 20).toFixed(0)} MiB = file ${(s.fileSize / 2 ** 20).toFixed(0)} + KV ${(s.kvBytes / 2 ** 20).toFixed(0)} + ${((s.wasmBytes - s.fileSize - s.kvBytes) / 2 ** 20).toFixed(0)} MiB`);
+      console.log(`${row.model} -t ${t}: superinfer (${s.threads} thread${s.threads > 1 ? 's' : ''}, ${s.build}) prompt ${s.promptTps.toFixed(1)} t/s (${s.promptN} tok), decode ${s.genTps.toFixed(1)} t/s | wllama prompt ${w.promptTps.toFixed(1)} (${w.promptN} tok), decode ${w.genTps.toFixed(1)} | ratio prompt ${(s.promptTps / w.promptTps).toFixed(2)}x, decode ${(s.genTps / w.genTps).toFixed(2)}x | native prompt ${n?.promptTps?.toFixed(1)}, decode ${n?.genTps?.toFixed(1)} (wasm/native decode ${n ? (s.genTps / n.genTps).toFixed(2) : '?'}) | superinfer wasm memory ${(s.wasmBytes / 2 ** 20).toFixed(0)} MiB = file ${(s.fileSize / 2 ** 20).toFixed(0)} + KV ${(s.kvBytes / 2 ** 20).toFixed(0)} + ${((s.wasmBytes - s.fileSize - s.kvBytes) / 2 ** 20).toFixed(0)} MiB`);
     }
   }
 }

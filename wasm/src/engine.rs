@@ -154,6 +154,8 @@ impl Engine {
             "n_embd": c.n_embd,
             "kv_cache_bytes": ctx.kv_cache_bytes(),
             "isa": model.kernels().isa().name(),
+            // this module's own build: the relaxed-simd kernels (core's kernels/wasm32/relaxed.rs)
+            "relaxed_simd": cfg!(target_feature = "relaxed-simd"),
             "threads": par.threads(),
             "chat_template": if file_template.is_some() { "model" } else { "builtin" },
             "bos": tok.bos(),

@@ -57,14 +57,16 @@ export interface LoadOptions {
   signal?: AbortSignal;
   /**
    * Where the engine's .wasm files are, when a bundler moved them (default: next to this
-   * module): absolute URLs by file name (`superinfer.wasm`, `superinfer-threads.wasm`), or
-   * one URL (that file is used whatever the page allows).
+   * module): absolute URLs by file name (`superinfer.wasm`, `superinfer-threads.wasm`,
+   * `superinfer-relaxed.wasm`, `superinfer-relaxed-threads.wasm`; a build whose file fails to
+   * load is passed over for the next), or one URL (that file is used whatever the page
+   * allows).
    */
   wasmUrl?: string | URL | Partial<Record<WasmFile, string | URL>>;
 }
 
 /** The engine builds in the package. */
-export type WasmFile = 'superinfer.wasm' | 'superinfer-threads.wasm';
+export type WasmFile = 'superinfer.wasm' | 'superinfer-threads.wasm' | 'superinfer-relaxed.wasm' | 'superinfer-relaxed-threads.wasm';
 
 export interface SamplingOptions {
   /** 0 = greedy (default 0.8, as llama.cpp). */
@@ -155,8 +157,14 @@ export interface EngineInfo {
   threads: number;
   /** The threads asked for (`load`'s `threads`, or the default). */
   threads_requested: number;
-  /** The engine build running: "superinfer" (one thread) or "superinfer-threads" (shared memory, Web Workers / worker_threads). */
-  build: 'superinfer' | 'superinfer-threads' | 'custom' | string;
+  /**
+   * The engine build running: "superinfer" (one thread) or "superinfer-threads" (shared
+   * memory, Web Workers / worker_threads), or their relaxed-SIMD builds "superinfer-relaxed"
+   * and "superinfer-relaxed-threads" where the engine validates relaxed-SIMD instructions.
+   */
+  build: 'superinfer' | 'superinfer-threads' | 'superinfer-relaxed' | 'superinfer-relaxed-threads' | 'custom' | string;
+  /** The running module was built with relaxed SIMD (the engine reports its own build). */
+  relaxed_simd: boolean;
   /** "model" (the file's tokenizer.chat_template) or "builtin" (ChatML, or Gemma's turns for Gemma). */
   chat_template: 'model' | 'builtin';
   bos: number | null;

@@ -15,7 +15,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, basename } from 'node:path';
 import { chromium } from 'playwright-core';
-import { env } from './helpers.mjs';
+import { env, relaxedMaddFuses, MADD_PROBE } from './helpers.mjs';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -55,6 +55,8 @@ async function openDemo(ctx, origin, query = '') {
 }
 
 async function loadModel(page, file) {
+  // a previous load's "Ready" must not end the wait for this one before the page starts it
+  await page.evaluate(() => { delete document.body.dataset.status; });
   if (file) await page.setInputFiles('#file', file);
   else await page.click('#load');
   await page.waitForFunction(() => ['Ready', 'error'].includes(document.body.dataset.status), null, { timeout: 180_000 });
@@ -82,7 +84,9 @@ test('the demo loads a model, streams a reply, stops on the button, and caches t
   assert.equal(info.cross_origin_isolated, true, 'COOP/COEP make the page cross-origin isolated');
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
   assert.equal(info.threads, Math.min(8, cores), 'the threaded build on the cores (at most 8)');
-  assert.equal(info.build, cores > 1 ? 'superinfer-threads' : 'superinfer');
+  // Chromium has relaxed SIMD (since 114): the loader takes the relaxed builds
+  assert.equal(info.relaxed_simd, true, 'the relaxed-SIMD build');
+  assert.equal(info.build, cores > 1 ? 'superinfer-relaxed-threads' : 'superinfer-relaxed');
   console.log(`isolated page: ${info.threads} threads (${info.build}), ${cores} cores`);
   assert.equal(info.cached, false);
 
@@ -118,25 +122,31 @@ test('in the browser too, 2 threads give exactly the greedy tokens of 1', { time
   const runs = await page.evaluate(async (url) => {
     const { load } = await import('/pkg/index.js');
     const out = [];
-    for (const threads of [2, 1]) {
-      const e = await load(url, { nCtx: 256, threads });
+    // the package's choice at 2 and 1 threads, then the plain simd128 build, given as the file
+    for (const [threads, wasmUrl] of [[2], [1], [1, new URL('/pkg/superinfer.wasm', location.href).href]]) {
+      const e = await load(url, { nCtx: 256, threads, wasmUrl });
       const ids = [];
       let last;
       for await (const c of e.complete('The history of the lighthouse begins', { temperature: 0, maxTokens: 32, ignoreEos: true })) {
         ids.push(...(c.choices[0].token_ids ?? []));
         last = c;
       }
-      out.push({ threads: e.info().threads, build: e.info().build, ids, decode: last.timings.predicted_per_second });
+      out.push({ threads: e.info().threads, build: e.info().build, relaxed: e.info().relaxed_simd, ids, decode: last.timings.predicted_per_second });
       await e.dispose();
     }
     return out;
   }, model);
-  const [two, one] = runs;
-  console.log(`Chromium: ${two.build} ${two.threads} threads ${two.decode.toFixed(1)} t/s, ${one.build} ${one.threads} thread ${one.decode.toFixed(1)} t/s, ${two.ids.length} tokens`);
+  const [two, one, plain] = runs;
+  const fuses = await page.evaluate(relaxedMaddFuses, MADD_PROBE);
+  console.log(`Chromium: ${two.build} ${two.threads} threads ${two.decode.toFixed(1)} t/s, ${one.build} ${one.threads} thread ${one.decode.toFixed(1)} t/s, plain simd128 (${plain.build}) ${plain.decode.toFixed(1)} t/s, ${two.ids.length} tokens; relaxed_madd fuses: ${fuses}`);
   assert.equal(two.threads, 2);
   assert.equal(one.threads, 1);
   assert.equal(two.ids.length, 32);
   assert.deepEqual(two.ids, one.ids);
+  assert.deepEqual([two.relaxed, one.relaxed, plain.relaxed], [true, true, false]);
+  // the relaxed kernels' integer sums are the plain build's; the flash tile's relaxed_madd
+  // gives the plain tile's bits where it fuses
+  if (fuses) assert.deepEqual(one.ids, plain.ids, 'the relaxed build\'s greedy tokens are the plain build\'s');
   assert.deepEqual(errors, []);
 });
 
@@ -149,7 +159,7 @@ test('without COOP/COEP the page is not isolated and runs one thread; a local Fi
   assert.equal(info.cross_origin_isolated, false);
   assert.equal(info.threads_requested, 2);
   assert.equal(info.threads, 1, 'no shared memory: the single-thread build');
-  assert.equal(info.build, 'superinfer');
+  assert.equal(info.build, 'superinfer-relaxed');
   // the shards of a split model as local Files (Blobs); the page orders them by name
   const dir = mkdtempSync(join(tmpdir(), 'superinfer-shards-'));
   dirs.push(dir);

@@ -8,6 +8,42 @@ import { join } from 'node:path';
 
 export const TIE = 0.05;
 
+// (module (func (result v128) v128.const i32x4 0 0 0 0 i32x4.relaxed_trunc_f32x4_s)), as the
+// package's loader probes (written again here, so the tests check the loader against it)
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
+  10, 25, 1, 23, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253, 129, 2, 11]);
+
+/** This engine validates relaxed-SIMD instructions (Node 20: only with --experimental-wasm-relaxed-simd). */
+export const RELAXED_SIMD = WebAssembly.validate(RELAXED_PROBE);
+
+/** The build the package's loader must pick here: threaded or not, relaxed-SIMD where validated. */
+export function expectedBuild(threaded, relaxed = RELAXED_SIMD) {
+  return `superinfer${relaxed ? '-relaxed' : ''}${threaded ? '-threads' : ''}`;
+}
+
+// (module (func (export "f") (param f32 f32 f32) (result f32)
+//   local.get 0 f32x4.splat local.get 1 f32x4.splat local.get 2 f32x4.splat
+//   f32x4.relaxed_madd f32x4.extract_lane 0))
+export const MADD_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 8, 1, 96, 3, 125, 125, 125, 1, 125, 3, 2, 1, 0,
+  7, 5, 1, 1, 102, 0, 0, 10, 22, 1, 20, 0, 32, 0, 253, 19, 32, 1, 253, 19, 32, 2, 253, 19, 253, 133, 2, 253, 31, 0, 11];
+
+/**
+ * Whether this engine's f32x4.relaxed_madd fuses (one rounding, as the relaxed build's flash
+ * tile needs to give the plain build's bits): (1 + 2^-12)^2 - 1 is 2^-11 + 2^-24 fused and
+ * 2^-11 with the product rounded first. null where relaxed SIMD does not validate. (Self-
+ * contained: a browser page runs its source, `page.evaluate(relaxedMaddFuses, MADD_PROBE)`.)
+ */
+export function relaxedMaddFuses(probe = MADD_PROBE) {
+  const bytes = new Uint8Array(probe);
+  if (!WebAssembly.validate(bytes)) return null;
+  const { f } = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports;
+  const a = 1 + 2 ** -12;
+  const r = f(a, a, -1);
+  if (r === 2 ** -11 + 2 ** -24) return true;
+  if (r === 2 ** -11) return false;
+  throw new Error(`relaxed_madd gave ${r}`);
+}
+
 export function env(name) {
   const v = process.env[name];
   if (!v || !existsSync(v)) throw new Error(`${name} must name an existing file or directory (got ${v})`);

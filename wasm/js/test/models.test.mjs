@@ -8,7 +8,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from 'superinfer';
-import { env, fixture, nativeRun, divergence, collect, MODELS } from './helpers.mjs';
+import { env, fixture, nativeRun, divergence, collect, MODELS, expectedBuild } from './helpers.mjs';
 
 for (const name of Object.keys(MODELS)) {
   describe(name, () => {
@@ -22,11 +22,11 @@ for (const name of Object.keys(MODELS)) {
       const info = engine.info();
       assert.equal(info.isa, 'simd128');
       assert.equal(info.threads, 2, 'the threads asked for');
-      assert.equal(info.build, 'superinfer-threads');
+      assert.equal(info.build, expectedBuild(true));
       assert.equal(info.n_ctx, 512);
       single = await load(path(), { nCtx: 512, threads: 1 });
       assert.equal(single.info().threads, 1);
-      assert.equal(single.info().build, 'superinfer');
+      assert.equal(single.info().build, expectedBuild(false));
       assert.ok(progress.length > 0 && progress.at(-1).loaded === progress.at(-1).total, 'progress reaches the total');
       assert.equal(progress.at(-1).total, info.file_size);
       // one copy of the weights: the wasm memory is the file, the KV cache and a little more
