@@ -203,6 +203,11 @@ pub struct SpecArgs {
     /// A draft model stops drafting when its most likely token is less likely than this.
     #[arg(long = "draft-p-min", default_value_t = 0.75)]
     pub draft_p_min: f32,
+    /// A draft model scores only the first N tokens of its vocabulary (BPE lists frequent
+    /// tokens first): a cheaper output layer per drafted token, the output unchanged
+    /// (0 = the whole vocabulary).
+    #[arg(long = "draft-vocab", default_value_t = 0)]
+    pub draft_vocab: usize,
 }
 
 #[derive(Args)]
@@ -392,6 +397,11 @@ pub struct ServeArgs {
     /// A draft model stops drafting when its most likely token is less likely than this.
     #[arg(long = "draft-p-min", default_value_t = 0.75)]
     pub draft_p_min: f32,
+    /// A draft model scores only the first N tokens of its vocabulary (BPE lists frequent
+    /// tokens first): a cheaper output layer per drafted token, the output unchanged
+    /// (0 = the whole vocabulary).
+    #[arg(long = "draft-vocab", default_value_t = 0)]
+    pub draft_vocab: usize,
 }
 
 /// llama.cpp's multi-letter flags with one dash (`-np 4`, `-ctk q8_0`) as the long flags

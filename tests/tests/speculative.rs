@@ -62,10 +62,11 @@ fn greedy(
 }
 
 /// Plain, lookup and (when given) draft-model greedy decoding agree; returns the
-/// speculative runs' (drafted, accepted) counts.
+/// speculative runs' (drafted, accepted) counts. `vocab`: the draft's `--draft-vocab`.
 fn agree(
     target: &Engine,
     draft: Option<&Engine>,
+    vocab: Option<usize>,
     prompt: &[u32],
     n: usize,
     what: &str,
@@ -85,6 +86,7 @@ fn agree(
             max: 8,
             min: 0,
             p_min: 0.0,
+            vocab,
         };
         let mut dm = DraftModel::new(target, d, n_ctx, &SamplerConfig::greedy(), opts).unwrap();
         let (got, st) = greedy(&mut s, prompt, n, Some(&mut dm));
@@ -106,6 +108,7 @@ fn greedy_output_is_the_same_with_a_draft_model_with_lookup_and_without() {
         for (d, a) in agree(
             &target,
             Some(&draft),
+            None,
             &prompt,
             48,
             case["prompt"].as_str().unwrap(),
@@ -129,7 +132,9 @@ fn greedy_output_is_the_same_with_a_draft_model_with_lookup_and_without() {
         let prompt = target
             .encode_prompt(&std::fs::read_to_string(&f).unwrap())
             .unwrap();
-        for (d, a) in agree(&target, Some(&draft), &prompt, 40, &f.display().to_string()) {
+        // the bench prompts with the draft scoring a prefix of its vocabulary
+        let what = f.display().to_string();
+        for (d, a) in agree(&target, Some(&draft), Some(32_768), &prompt, 40, &what) {
             totals.0 += d;
             totals.1 += a;
         }
@@ -190,14 +195,22 @@ fn greedy_output_is_the_same_on_synthetic_models_whatever_the_draft() {
                 let mut lookup = LookupDrafter::new(3, max);
                 let (got, _) = greedy(&mut s, &prompt, 60, Some(&mut lookup));
                 assert_eq!(got, plain, "{text}: prompt lookup (draft-max {max})");
-                for p_min in [0.0, 0.5] {
-                    let opts = DraftOptions { max, min: 0, p_min };
+                // a draft scoring only a prefix of its vocabulary proposes other tokens,
+                // never another output
+                for (p_min, vocab) in [(0.0, None), (0.5, None), (0.0, Some(64))] {
+                    let opts = DraftOptions {
+                        max,
+                        min: 0,
+                        p_min,
+                        vocab,
+                    };
                     let g = SamplerConfig::greedy();
                     let mut dm = DraftModel::new(&target, &draft, 256, &g, opts).unwrap();
                     let (got, st) = greedy(&mut s, &prompt, 60, Some(&mut dm));
-                    assert_eq!(got, plain, "{text}: draft model (max {max}, p-min {p_min})");
+                    let how = format!("max {max}, p-min {p_min}, vocab {vocab:?}");
+                    assert_eq!(got, plain, "{text}: draft model ({how})");
                     if p_min == 0.0 {
-                        assert!(st.drafted > 0);
+                        assert!(st.drafted > 0, "{text}: nothing drafted ({how})");
                     }
                 }
             }
@@ -304,6 +317,7 @@ fn sampled_output_follows_the_targets_distribution() {
                 max: 2,
                 min: 0,
                 p_min: 0.0,
+                vocab: None,
             },
         )
         .unwrap();
@@ -390,6 +404,7 @@ fn bad_drafts_are_refused_or_decode_plainly() {
             max: 100_000,
             min: 100_000,
             p_min: 1.0,
+            vocab: None,
         },
     )
     .unwrap();

@@ -71,6 +71,7 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
                     max: a.draft_max,
                     min: a.draft_min,
                     p_min: a.draft_p_min,
+                    vocab: (a.draft_vocab > 0).then_some(a.draft_vocab),
                 },
             )
         }),

@@ -155,6 +155,12 @@ impl<'m> Context<'m> {
         self.truncate(0);
     }
 
+    /// Scores only the first `rows` tokens of the vocabulary (`None`: all), the other logits
+    /// -∞: a cheaper output layer for a draft model (see `Scratch::limit_logits`).
+    pub fn limit_logits(&mut self, rows: Option<usize>) {
+        self.scratch.limit_logits(rows);
+    }
+
     /// Forgets every token after the first `n` (the cache keeps positions `..n`, so the
     /// conversation continues from there: a rollback without recomputing the prefix).
     pub fn truncate(&mut self, n: usize) {

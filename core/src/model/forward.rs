@@ -168,6 +168,11 @@ fn run_pass(
     wanted.clear();
     wanted.extend((0..n).filter(|&t| step.wants(first + t)));
     let vocab = c.n_vocab;
+    // rows of the output scored (`Scratch::limit_logits`); the others' logits are -∞
+    let scored = match s.logit_rows {
+        0 => vocab,
+        r => r.min(vocab),
+    };
     if let [t] = wanted[..] {
         // one row (a prompt's last token, a decode step): the matrix × vector kernel
         grow(&mut s.logits, vocab);
@@ -178,8 +183,21 @@ fn run_pass(
             c.rms_eps,
         );
         let logits = &mut s.logits[..vocab];
-        matvec_f32(k, par, &w.output, &s.xb[..d], &mut s.act1, logits)?;
-        softcap(c.final_softcap, logits);
+        if scored < vocab {
+            let head = w.output.row_prefix(scored)?;
+            matvec_f32(
+                k,
+                par,
+                &head,
+                &s.xb[..d],
+                &mut s.act1,
+                &mut logits[..scored],
+            )?;
+            logits[scored..].fill(f32::NEG_INFINITY);
+        } else {
+            matvec_f32(k, par, &w.output, &s.xb[..d], &mut s.act1, logits)?;
+        }
+        softcap(c.final_softcap, &mut logits[..scored]);
         on_logits(first + t, logits);
     } else if !wanted.is_empty() {
         grow(&mut s.logits, wanted.len().min(LOGIT_ROWS) * vocab);
@@ -195,7 +213,9 @@ fn run_pass(
             let m = rows.len();
             project(k, par, &mut s.act, &w.output, &s.xb, m, &mut s.logits)?;
             for (&t, logits) in rows.iter().zip(s.logits.chunks_exact_mut(vocab)) {
-                softcap(c.final_softcap, logits);
+                // several rows score the whole vocabulary (a draft's steps want one row)
+                logits[scored..].fill(f32::NEG_INFINITY);
+                softcap(c.final_softcap, &mut logits[..scored]);
                 on_logits(first + t, logits);
             }
         }

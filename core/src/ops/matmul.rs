@@ -52,6 +52,26 @@ impl<'a> QMatrix<'a> {
         self.data.len() / self.rows.max(1)
     }
 
+    /// The first `rows` rows (borrowed). In the interleaved layout `rows` must be a whole
+    /// number of groups ([`interleaved::ROWS`]): the groups are stored one after another.
+    pub fn row_prefix(&self, rows: usize) -> Result<QMatrix<'_>> {
+        if rows > self.rows
+            || (self.layout == Layout::X8 && !rows.is_multiple_of(interleaved::ROWS))
+        {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "a prefix of {rows} rows of a {}-row matrix",
+                self.rows
+            )));
+        }
+        Ok(QMatrix {
+            ty: self.ty,
+            rows,
+            cols: self.cols,
+            layout: self.layout,
+            data: Cow::Borrowed(&self.data[..rows * self.row_bytes()]),
+        })
+    }
+
     /// Repacks the matrix to the interleaved layout when the kernels have a kernel for it
     /// (and the rows come in whole groups); otherwise leaves it as it is. Returns whether it
     /// repacked.

@@ -137,6 +137,12 @@ impl<'e> Session<'e> {
         self.ctx.truncate(n);
     }
 
+    /// Scores only the first `rows` tokens of the vocabulary from the next token on
+    /// (`None`: all), the others' logits -∞: a draft model's cheaper output layer.
+    pub fn limit_logits(&mut self, rows: Option<usize>) {
+        self.ctx.limit_logits(rows);
+    }
+
     /// Logits after the last evaluated token.
     pub fn logits(&self) -> &[f32] {
         self.ctx.logits()

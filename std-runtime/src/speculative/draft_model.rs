@@ -55,6 +55,12 @@ pub struct DraftOptions {
     pub min: usize,
     /// Stop drafting when the draft's most likely token has a lower probability.
     pub p_min: f32,
+    /// Score only the first this many tokens of the draft's vocabulary (`--draft-vocab`;
+    /// `None`: all). A BPE vocabulary lists its frequent merges first, so the draft keeps
+    /// proposing most of what it would, through a fraction of its output layer, the largest
+    /// matrix of a small model; a token past the prefix is never drafted (the target then
+    /// decodes it). The target's output is the same either way.
+    pub vocab: Option<usize>,
 }
 
 impl Default for DraftOptions {
@@ -63,6 +69,7 @@ impl Default for DraftOptions {
             max: 16,
             min: 0,
             p_min: 0.75,
+            vocab: None,
         }
     }
 }
@@ -92,7 +99,8 @@ impl<'d> DraftModel<'d> {
     ) -> Result<DraftModel<'d>, Error> {
         check_vocab(target, draft)?;
         let n_ctx = n_ctx.min(draft.config().n_ctx_train);
-        let session = draft.session(&SessionOptions::with_ctx(n_ctx))?;
+        let mut session = draft.session(&SessionOptions::with_ctx(n_ctx))?;
+        session.limit_logits(opts.vocab);
         Ok(DraftModel {
             session,
             sampler: draft_sampler(sampling)?,
@@ -117,6 +125,7 @@ impl<'d> DraftModel<'d> {
     ) -> Result<(), Error> {
         self.sampler = draft_sampler(sampling)?;
         self.opts = opts;
+        self.session.limit_logits(opts.vocab);
         Ok(())
     }
 
