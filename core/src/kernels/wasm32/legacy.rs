@@ -57,6 +57,13 @@ pub(super) trait Legacy {
     /// `a` must point to [`Self::PREP`] vectors.
     unsafe fn dot(w: Self::W, a: *const v128, c: Self::C) -> v128;
 
+    /// The four blocks' sums `[Σ p[0], Σ p[1], Σ p[2], Σ p[3]]` of four [`Self::dot`]s, in
+    /// i32 lanes (the relaxed-simd build's dots leave int16 lanes, widened here).
+    #[inline(always)]
+    fn reduce4(p: [v128; 4], _c: Self::C) -> v128 {
+        reduce4(p)
+    }
+
     /// Prepares the quants of the Q8_0 block at `y` into [`Self::PREP`] vectors at `dst`.
     ///
     /// # Safety
@@ -256,12 +263,15 @@ impl<F: Legacy> RowKernel for Rows<F> {
                 let x0 = w.add(b * F::BYTES);
                 let x: [*const u8; 4] = core::array::from_fn(|i| x0.add(i * stride));
                 let a = q.add(F::PREP * i);
-                let isum = reduce4([
-                    fence(slot, F::dot(F::weights(x[0], c), a, c)),
-                    fence(slot, F::dot(F::weights(x[1], c), a, c)),
-                    fence(slot, F::dot(F::weights(x[2], c), a, c)),
-                    F::dot(F::weights(x[3], c), a, c),
-                ]);
+                let isum = F::reduce4(
+                    [
+                        fence(slot, F::dot(F::weights(x[0], c), a, c)),
+                        fence(slot, F::dot(F::weights(x[1], c), a, c)),
+                        fence(slot, F::dot(F::weights(x[2], c), a, c)),
+                        fence(slot, F::dot(F::weights(x[3], c), a, c)),
+                    ],
+                    c,
+                );
                 if F::SHIFT > 0 {
                     i32x4_sub(isum, i32x4_splat(*sums.add(i)))
                 } else {
@@ -343,12 +353,15 @@ impl<F: Legacy> RowKernel for Rows<F> {
                 let dx = f32x4_splat(f16_bits(dx));
                 for (h, acc) in acc.iter_mut().enumerate() {
                     let (i, a) = (i + 4 * h, q.add(F::PREP * (i + 4 * h)));
-                    let mut isum = reduce4([
-                        F::dot(wv, a, c),
-                        F::dot(wv, a.add(F::PREP), c),
-                        F::dot(wv, a.add(2 * F::PREP), c),
-                        F::dot(wv, a.add(3 * F::PREP), c),
-                    ]);
+                    let mut isum = F::reduce4(
+                        [
+                            F::dot(wv, a, c),
+                            F::dot(wv, a.add(F::PREP), c),
+                            F::dot(wv, a.add(2 * F::PREP), c),
+                            F::dot(wv, a.add(3 * F::PREP), c),
+                        ],
+                        c,
+                    );
                     if F::SHIFT > 0 {
                         isum = i32x4_sub(isum, v128_load(sums.add(i) as *const v128));
                     }

@@ -13,22 +13,41 @@ use super::common::{fence, ld, rd16};
 use super::kquants::{mins_dot, q4_k_scales_mins, q6_scales, KQuant, BSUMS, PREP_SB, Q4K, Q6K};
 use super::legacy::{Legacy, Q4_0, Q5_0};
 
-/// `Σ w · y` of two vectors of unsigned weights (< 128) and two of int8 activations at `a`,
-/// in i32 lanes (each int16 pair sum fits: the weights are at most 31 here); `ones` is
-/// `i16x8.splat(1)` (made once per call: as a constant LLVM would widen through
-/// `i32x4.extadd_pairwise_i16x8_s`, which V8 feeds from memory through a second instruction).
+/// `Σ w · y` of two vectors of unsigned weights (at most 31) and two of int8 activations at
+/// `a`, in int16 lanes: each lane the sum of four products, `|·| <= 4 · 31 · 128 = 15872`,
+/// so that two lanes still add in int16 ([`reduce4_i16`]).
 ///
 /// # Safety
 /// `a` must point to two readable vectors.
 #[inline(always)]
-pub(super) unsafe fn dot_u7(w: [v128; 2], a: *const v128, ones: v128) -> v128 {
+pub(super) unsafe fn dot_u5(w: [v128; 2], a: *const v128) -> v128 {
     // SAFETY: the caller's contract.
     let (a0, a1) = unsafe { (*a, *a.add(1)) };
-    let p = i16x8_add(
+    i16x8_add(
         i16x8_relaxed_dot_i8x16_i7x16(a0, w[0]),
         i16x8_relaxed_dot_i8x16_i7x16(a1, w[1]),
-    );
-    i32x4_dot_i16x8(p, ones)
+    )
+}
+
+/// `[Σ p[0], .., Σ p[3]]` in i32 lanes of four [`dot_u5`]s (int16 lanes): two rows' lanes
+/// added pairwise in int16 (at most 31744: exact), then widened by `i32x4.dot_i16x8_s` with
+/// `ones` (`i16x8.splat(1)`, made once per call: as a constant LLVM would widen through
+/// `i32x4.extadd_pairwise_i16x8_s`, which V8 feeds from memory through a second instruction):
+/// two widenings and five shuffles for four blocks instead of four and six.
+#[inline(always)]
+pub(super) fn reduce4_i16(p: [v128; 4], ones: v128) -> v128 {
+    let pair = |a: v128, b: v128| {
+        let t = i16x8_add(
+            i32x4_shuffle::<0, 4, 1, 5>(a, b),
+            i32x4_shuffle::<2, 6, 3, 7>(a, b),
+        );
+        i32x4_dot_i16x8(t, ones)
+    };
+    let (u01, u23) = (pair(p[0], p[1]), pair(p[2], p[3]));
+    i32x4_add(
+        i32x4_shuffle::<0, 1, 4, 5>(u01, u23),
+        i32x4_shuffle::<2, 3, 6, 7>(u01, u23),
+    )
 }
 
 /// Reads vector `i` of a 16-byte aligned table through a volatile load: LLVM sees a value it
@@ -78,9 +97,14 @@ impl Legacy for Q4_0 {
     }
 
     #[inline(always)]
-    unsafe fn dot(w: [v128; 2], a: *const v128, ones: v128) -> v128 {
+    unsafe fn dot(w: [v128; 2], a: *const v128, _: v128) -> v128 {
         // SAFETY: the caller's contract.
-        unsafe { dot_u7(w, a, ones) }
+        unsafe { dot_u5(w, a) }
+    }
+
+    #[inline(always)]
+    fn reduce4(p: [v128; 4], ones: v128) -> v128 {
+        reduce4_i16(p, ones)
     }
 
     #[inline(always)]
@@ -135,9 +159,14 @@ impl Legacy for Q5_0 {
     }
 
     #[inline(always)]
-    unsafe fn dot(w: [v128; 2], a: *const v128, c: [v128; 4]) -> v128 {
+    unsafe fn dot(w: [v128; 2], a: *const v128, _: [v128; 4]) -> v128 {
         // SAFETY: the caller's contract.
-        unsafe { dot_u7(w, a, c[3]) }
+        unsafe { dot_u5(w, a) }
+    }
+
+    #[inline(always)]
+    fn reduce4(p: [v128; 4], c: [v128; 4]) -> v128 {
+        reduce4_i16(p, c[3])
     }
 
     #[inline(always)]
