@@ -17,11 +17,12 @@ both acceptance rates (accepted / drafted). llama.cpp from benches/build-llama-c
     benches/spec.py [--target qwen2.5-1.5b] [--draft qwen2.5-0.5b] [--threads 2] [-n 256]
                     [--rounds 3] [--kinds edit,complete,summary] [--draft-max 16]
                     [--llama-draft-max 16] [--lookup-ngram 3] [--draft-format Q4_0]
-                    [--no-build] [--json-out FILE]
+                    [--draft-vocab N] [--no-build] [--json-out FILE]
 
 `--draft-format Q4_0` drafts with a copy of the draft model requantized by llama-quantize
 (cached under ~/.cache/superinfer/models/derived), for both engines: a draft that reads fewer
-bytes per token drafts faster.
+bytes per token drafts faster. `--draft-vocab N` has our draft score only the first N tokens
+of its vocabulary (`superinfer --draft-vocab`; llama.cpp has no such setting).
 """
 import argparse
 import json
@@ -71,6 +72,8 @@ def ours(exe, target, draft, prompt, a):
            "-f", prompt, "--json", "--draft-max", str(a.draft_max)]
     if draft:
         cmd += ["--model-draft", draft, "--draft-p-min", str(a.p_min)]
+        if a.draft_vocab:
+            cmd += ["--draft-vocab", str(a.draft_vocab)]
     else:
         cmd += ["--lookup-ngram", str(a.lookup_ngram)]
     out, _ = sh(cmd)
@@ -112,6 +115,8 @@ def main():
     ap.add_argument("--lookup-ngram", type=int, default=3)
     ap.add_argument("--draft-format", default="shipped",
                     help="a llama-quantize type (Q4_0, Q8_0, ...) for the draft, or 'shipped'")
+    ap.add_argument("--draft-vocab", type=int, default=0,
+                    help="ours only: the draft scores the first N tokens of its vocabulary (0: all)")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--json-out", default=str(CACHE / "spec-last.json"))
     a = ap.parse_args()
@@ -134,7 +139,8 @@ def main():
             results[p.name]["llama"].append(llama(bin_dir, target, d, p, a))
 
     med = statistics.median
-    print(f"target {Path(target).name}, draft {Path(draft).name}, {a.threads} threads, "
+    vocab = f" (ours: --draft-vocab {a.draft_vocab})" if a.draft_vocab else ""
+    print(f"target {Path(target).name}, draft {Path(draft).name}{vocab}, {a.threads} threads, "
           f"greedy, -n {a.n}, medians of {a.rounds} alternated rounds\n")
     print("| prompt | method | tokens | ours plain t/s | ours spec t/s | speedup | accept | "
           "llama.cpp t/s | accept | ours spec / llama.cpp |")

@@ -200,7 +200,8 @@ pub struct SpecArgs {
     /// Fewest tokens a draft model drafts per step, whatever their probability.
     #[arg(long = "draft-min", default_value_t = 0)]
     pub draft_min: usize,
-    /// A draft model stops drafting when its most likely token is less likely than this.
+    /// A draft model stops drafting when its most likely token is less likely than this
+    /// (that token is still the draft's last when it is at least half as likely).
     #[arg(long = "draft-p-min", default_value_t = 0.75)]
     pub draft_p_min: f32,
     /// A draft model scores only the first N tokens of its vocabulary (BPE lists frequent
@@ -394,7 +395,8 @@ pub struct ServeArgs {
     /// Fewest tokens a draft model drafts per step, whatever their probability.
     #[arg(long = "draft-min", default_value_t = 0)]
     pub draft_min: usize,
-    /// A draft model stops drafting when its most likely token is less likely than this.
+    /// A draft model stops drafting when its most likely token is less likely than this
+    /// (that token is still the draft's last when it is at least half as likely).
     #[arg(long = "draft-p-min", default_value_t = 0.75)]
     pub draft_p_min: f32,
     /// A draft model scores only the first N tokens of its vocabulary (BPE lists frequent
