@@ -229,16 +229,25 @@ def test_queue_full_is_429(model):
                     break
 
     threads = [threading.Thread(target=hold, args=(i,), daemon=True) for i in range(2)]
-    try:
-        for t in threads:
-            t.start()
+
+    def wait_for(running, waiting):
         deadline = time.monotonic() + 30
         while True:
             m = s.metrics()
-            if m.get("superinfer_requests_running") == 1 and m.get("superinfer_requests_waiting") == 1:
-                break
-            assert time.monotonic() < deadline, f"never one running and one waiting: {m.text[-800:]}"
+            if (m.get("superinfer_requests_running") == running
+                    and m.get("superinfer_requests_waiting") == waiting):
+                return
+            assert time.monotonic() < deadline, \
+                f"never {running} running and {waiting} waiting: {m.text[-800:]}"
             time.sleep(0.02)
+
+    try:
+        # the second only once the first has its slot: sent together, the second can find
+        # the first still in the queue of one and be refused itself
+        threads[0].start()
+        wait_for(1, 0)
+        threads[1].start()
+        wait_for(1, 1)
         client = s.client(max_retries=0)
         err = call_once(s, openai.RateLimitError, 429,
                         lambda c: c.completions.create(model=model, prompt="One more", max_tokens=2),
