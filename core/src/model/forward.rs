@@ -183,21 +183,11 @@ fn run_pass(
             c.rms_eps,
         );
         let logits = &mut s.logits[..vocab];
-        if scored < vocab {
-            let head = w.output.row_prefix(scored)?;
-            matvec_f32(
-                k,
-                par,
-                &head,
-                &s.xb[..d],
-                &mut s.act1,
-                &mut logits[..scored],
-            )?;
-            logits[scored..].fill(f32::NEG_INFINITY);
-        } else {
-            matvec_f32(k, par, &w.output, &s.xb[..d], &mut s.act1, logits)?;
-        }
-        softcap(c.final_softcap, &mut logits[..scored]);
+        let (head, rest) = logits.split_at_mut(scored);
+        let output = w.output.row_prefix(scored)?;
+        matvec_f32(k, par, &output, &s.xb[..d], &mut s.act1, head)?;
+        rest.fill(f32::NEG_INFINITY);
+        softcap(c.final_softcap, head);
         on_logits(first + t, logits);
     } else if !wanted.is_empty() {
         grow(&mut s.logits, wanted.len().min(LOGIT_ROWS) * vocab);

@@ -187,16 +187,14 @@ pub(super) unsafe fn q4_0_pair<const T: usize>(
     sums: [i32; T],
 ) -> [__m512i; T] {
     let low4 = _mm512_set1_epi8(0x0F);
-    let mut lo_sum: [__m512i; T] = arr(|t| _mm512_set1_epi32(-8 * sums[t]));
-    let mut hi_sum = [_mm512_setzero_si512(); T];
-    for c in 0..4 {
+    nibble_block(8, ys, sums, |c| {
         // SAFETY: chunk c of both blocks' 128 quant bytes (the caller's contract).
         let x = unsafe { halves(a, b, 16 + 32 * c) };
-        let lo = _mm512_and_si512(x, low4);
-        let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(x), low4);
-        nibble_pair(&mut lo_sum, &mut hi_sum, lo, hi, &ys, c);
-    }
-    joined(lo_sum, hi_sum)
+        (
+            _mm512_and_si512(x, low4),
+            _mm512_and_si512(_mm512_srli_epi16::<4>(x), low4),
+        )
+    })
 }
 
 /// One Q5_0 block of two groups (5-bit values: `+16`).
@@ -210,12 +208,29 @@ pub(super) unsafe fn q5_0_pair<const T: usize>(
     ys: [&BlockQ8_0; T],
     sums: [i32; T],
 ) -> [__m512i; T] {
-    let mut lo_sum: [__m512i; T] = arr(|t| _mm512_set1_epi32(-16 * sums[t]));
-    let mut hi_sum = [_mm512_setzero_si512(); T];
-    for c in 0..4 {
+    nibble_block(16, ys, sums, |c| {
         // SAFETY: chunk c < 4 of both group blocks (the caller's contract).
         let ((la, ha), (lb, hb)) = unsafe { (q5_0_chunk(a, c), q5_0_chunk(b, c)) };
-        nibble_pair(&mut lo_sum, &mut hi_sum, join(la, lb), join(ha, hb), &ys, c);
+        (join(la, lb), join(ha, hb))
+    })
+}
+
+/// One block of two groups whose values come apart per chunk (Q4_0, Q5_0): `chunk(c)` gives
+/// chunk `c`'s low and high values of both groups (see [`nibble_pair`]), each stored `bias`
+/// above its signed value, which the sums take back through the activations' quant sums.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+fn nibble_block<const T: usize>(
+    bias: i32,
+    ys: [&BlockQ8_0; T],
+    sums: [i32; T],
+    chunk: impl Fn(usize) -> (__m512i, __m512i),
+) -> [__m512i; T] {
+    let mut lo_sum: [__m512i; T] = arr(|t| _mm512_set1_epi32(-bias * sums[t]));
+    let mut hi_sum = [_mm512_setzero_si512(); T];
+    for c in 0..4 {
+        let (lo, hi) = chunk(c);
+        nibble_pair(&mut lo_sum, &mut hi_sum, lo, hi, &ys, c);
     }
     joined(lo_sum, hi_sum)
 }
