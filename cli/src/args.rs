@@ -209,6 +209,10 @@ pub struct SpecArgs {
     /// (0 = the whole vocabulary).
     #[arg(long = "draft-vocab", default_value_t = 0)]
     pub draft_vocab: usize,
+    /// A draft model drafts by --draft-p-min alone (by default it also stops where, by the
+    /// draft and verification times measured so far, one more token no longer pays).
+    #[arg(long = "draft-fixed")]
+    pub draft_fixed: bool,
 }
 
 #[derive(Args)]

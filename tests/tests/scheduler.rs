@@ -573,6 +573,7 @@ fn draft_model_requests_give_what_each_gives_alone() {
         min: 0,
         p_min: 0.0,
         vocab: None,
+        adaptive: false,
     };
     // 3 slots, 7 requests (the slots' draft models are reused by later requests), a budget
     // of 12: draft-model, lookup and plain requests share steps
@@ -675,6 +676,7 @@ fn a_draft_model_that_is_the_model_itself_has_every_token_accepted() {
         min: 0,
         p_min: 0.0,
         vocab: None,
+        adaptive: false,
     };
     let mut sched = Scheduler::new(&e, &options(2, 16))
         .unwrap()

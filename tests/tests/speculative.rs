@@ -87,6 +87,7 @@ fn agree(
             min: 0,
             p_min: 0.0,
             vocab,
+            adaptive: true,
         };
         let mut dm = DraftModel::new(target, d, n_ctx, &SamplerConfig::greedy(), opts).unwrap();
         let (got, st) = greedy(&mut s, prompt, n, Some(&mut dm));
@@ -203,6 +204,7 @@ fn greedy_output_is_the_same_on_synthetic_models_whatever_the_draft() {
                         min: 0,
                         p_min,
                         vocab,
+                        adaptive: true,
                     };
                     let g = SamplerConfig::greedy();
                     let mut dm = DraftModel::new(&target, &draft, 256, &g, opts).unwrap();
@@ -318,6 +320,7 @@ fn sampled_output_follows_the_targets_distribution() {
                 min: 0,
                 p_min: 0.0,
                 vocab: None,
+                adaptive: true,
             },
         )
         .unwrap();
@@ -405,6 +408,7 @@ fn bad_drafts_are_refused_or_decode_plainly() {
             min: 100_000,
             p_min: 1.0,
             vocab: None,
+            adaptive: true,
         },
     )
     .unwrap();

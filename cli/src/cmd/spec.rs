@@ -76,6 +76,7 @@ impl SpecArgs {
                 min: self.draft_min,
                 p_min: self.draft_p_min,
                 vocab: (self.draft_vocab > 0).then_some(self.draft_vocab),
+                adaptive: !self.draft_fixed,
             };
             let d = DraftModel::new(target, draft, n_ctx, sampling, opts)
                 .map_err(|e| format!("draft model: {e}"))?;

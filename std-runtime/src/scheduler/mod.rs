@@ -409,7 +409,12 @@ impl<'e> Scheduler<'e> {
             .draft
             .as_mut()
             .ok_or_else(|| Error::Usage("no draft model".into()))?;
-        let opts = DraftOptions { max, ..d.opts };
+        // the time between two drafts of a request is a batched step of every request
+        let opts = DraftOptions {
+            max,
+            adaptive: false,
+            ..d.opts
+        };
         let best = (0..d.idle.len()).max_by_key(|&i| d.idle[i].shared_prefix(prompt));
         match best {
             Some(i) => {

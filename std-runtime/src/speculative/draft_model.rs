@@ -1,7 +1,10 @@
 //! A draft model: a smaller model of the target's family, decoding ahead in its own session.
 
+use std::time::Instant;
+
 use superinfer_core::sampler::{Sampler, SamplerConfig};
 
+use super::costs::DraftCosts;
 use super::{Draft, Drafter};
 use crate::engine::Engine;
 use crate::session::{Session, SessionOptions};
@@ -70,6 +73,12 @@ pub struct DraftOptions {
     /// matrix of a small model; a token past the prefix is never drafted (the target then
     /// decodes it). The target's output is the same either way.
     pub vocab: Option<usize>,
+    /// Stop a draft where, by the costs measured so far on this machine (a draft pass, the
+    /// target's verification step by its rows: [`DraftCosts`]), one more token no longer
+    /// pays for itself: the draft's probability that all its tokens stand against the price
+    /// of a pass and a row in a single step's time. Off where the time between two drafts is
+    /// not this sequence's own (the server's batched steps).
+    pub adaptive: bool,
 }
 
 impl Default for DraftOptions {
@@ -79,6 +88,7 @@ impl Default for DraftOptions {
             min: 0,
             p_min: 0.75,
             vocab: None,
+            adaptive: true,
         }
     }
 }
@@ -93,6 +103,10 @@ pub struct DraftModel<'d> {
     n_vocab_target: usize,
     row: Vec<f32>,
     seen: Vec<u32>,
+    costs: DraftCosts,
+    /// When the last draft was handed over, its verification step's rows and the history's
+    /// length then: the time until the next call is that step's.
+    handed: Option<(Instant, usize, usize)>,
 }
 
 impl<'d> DraftModel<'d> {
@@ -117,11 +131,18 @@ impl<'d> DraftModel<'d> {
             n_vocab_target: target.tokenizer().vocab_size(),
             row: Vec::new(),
             seen: Vec::new(),
+            costs: DraftCosts::default(),
+            handed: None,
         })
     }
 
     pub fn options(&self) -> &DraftOptions {
         &self.opts
+    }
+
+    /// The costs measured so far.
+    pub fn costs(&self) -> &DraftCosts {
+        &self.costs
     }
 
     /// Drafts for another generation from now on: with `sampling`'s settings (its own
@@ -189,6 +210,27 @@ impl Drafter for DraftModel<'_> {
     }
 
     fn draft(&mut self, history: &[u32], limit: usize, out: &mut Draft) -> Result<(), Error> {
+        // the target's step since the last draft: it added the accepted tokens and one more
+        if let Some((at, rows, len)) = self.handed.take() {
+            let grown = history.len().saturating_sub(len);
+            if (1..=rows).contains(&grown) {
+                self.costs.record_verify(rows, at.elapsed());
+            }
+        }
+        let from = out.len();
+        self.draft_tokens(history, limit, out)?;
+        self.handed = Some((Instant::now(), out.len() - from + 1, history.len()));
+        Ok(())
+    }
+}
+
+impl DraftModel<'_> {
+    fn draft_tokens(
+        &mut self,
+        history: &[u32],
+        limit: usize,
+        out: &mut Draft,
+    ) -> Result<(), Error> {
         // the draft's own context bounds it too (it may be smaller than the target's)
         let room = self.session.n_ctx().saturating_sub(history.len());
         let max = self.opts.max.min(limit).min(room);
@@ -199,6 +241,8 @@ impl Drafter for DraftModel<'_> {
         self.seen.clear();
         self.seen.extend_from_slice(history);
         let greedy = self.sampler.is_greedy();
+        // the draft's estimate that every token drafted so far stands
+        let mut p_all = 1.0f32;
         for k in 0..max {
             self.row.clear();
             self.row.extend_from_slice(self.session.logits());
@@ -215,6 +259,10 @@ impl Drafter for DraftModel<'_> {
             if last && top < self.opts.p_min * LAST_TOKEN_FLOOR {
                 break;
             }
+            let priced = self.opts.adaptive && k >= self.opts.min;
+            if priced && !self.costs.last_pays(k, p_all * top) {
+                break;
+            }
             let id = self.sampler.draw();
             if id as usize >= self.n_vocab_target {
                 break;
@@ -223,12 +271,16 @@ impl Drafter for DraftModel<'_> {
                 None => out.push(id),
                 Some(q) => out.push_drawn(id, q),
             }
-            if last {
+            p_all *= top;
+            // the next token, if as likely as this one, pays for another pass?
+            if last || (priced && !self.costs.continue_pays(k + 1, p_all * top)) {
                 break;
             }
             self.seen.push(id);
             if k + 1 < max {
+                let t = Instant::now();
                 self.session.feed(&[id])?;
+                self.costs.record_pass(t.elapsed());
             }
         }
         Ok(())

@@ -5,10 +5,12 @@
 //! - [`DraftModel`]: a smaller model of the same family with its own `Session`
 //!   (`--model-draft FILE`), checked at load to share the target's vocabulary.
 
+mod costs;
 mod draft_model;
 
 use superinfer_core::speculative::Lookup;
 
+pub use costs::DraftCosts;
 pub use draft_model::{check_vocab, DraftModel, DraftOptions};
 
 use crate::Error;
