@@ -203,6 +203,8 @@ impl Drafter for DraftModel<'_> {
     type Error = Error;
 
     fn prefill(&mut self, tokens: &[u32]) -> Result<(), Error> {
+        // a new generation: the time since the last draft is not a verification step's
+        self.handed = None;
         if tokens.len() < self.session.n_ctx() {
             self.sync(tokens)?;
         }
