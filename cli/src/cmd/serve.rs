@@ -72,8 +72,8 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
                     min: a.draft_min,
                     p_min: a.draft_p_min,
                     vocab: (a.draft_vocab > 0).then_some(a.draft_vocab),
-                    // a batched step's time is every request's (see `DraftOptions`)
-                    adaptive: false,
+                    // the scheduler turns the priced draft length off (shared steps)
+                    ..DraftOptions::default()
                 },
             )
         }),

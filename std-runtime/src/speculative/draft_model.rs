@@ -74,7 +74,7 @@ pub struct DraftOptions {
     /// decodes it). The target's output is the same either way.
     pub vocab: Option<usize>,
     /// Stop a draft where, by the costs measured so far on this machine (a draft pass, the
-    /// target's verification step by its rows: [`DraftCosts`]), one more token no longer
+    /// target's verification step by its rows: `costs::DraftCosts`), one more token no longer
     /// pays for itself: the draft's probability that all its tokens stand against the price
     /// of a pass and a row in a single step's time. Off where the time between two drafts is
     /// not this sequence's own (the server's batched steps).
@@ -104,9 +104,17 @@ pub struct DraftModel<'d> {
     row: Vec<f32>,
     seen: Vec<u32>,
     costs: DraftCosts,
-    /// When the last draft was handed over, its verification step's rows and the history's
-    /// length then: the time until the next call is that step's.
-    handed: Option<(Instant, usize, usize)>,
+    /// The last draft handed to the target: the time until the next call is its
+    /// verification step's.
+    handed: Option<Handover>,
+}
+
+/// When a draft was handed over, the rows of its verification step (the pending token and
+/// the drafted ones) and the history's length then.
+struct Handover {
+    at: Instant,
+    rows: usize,
+    len: usize,
 }
 
 impl<'d> DraftModel<'d> {
@@ -138,11 +146,6 @@ impl<'d> DraftModel<'d> {
 
     pub fn options(&self) -> &DraftOptions {
         &self.opts
-    }
-
-    /// The costs measured so far.
-    pub fn costs(&self) -> &DraftCosts {
-        &self.costs
     }
 
     /// Drafts for another generation from now on: with `sampling`'s settings (its own
@@ -213,15 +216,19 @@ impl Drafter for DraftModel<'_> {
 
     fn draft(&mut self, history: &[u32], limit: usize, out: &mut Draft) -> Result<(), Error> {
         // the target's step since the last draft: it added the accepted tokens and one more
-        if let Some((at, rows, len)) = self.handed.take() {
-            let grown = history.len().saturating_sub(len);
-            if (1..=rows).contains(&grown) {
-                self.costs.record_verify(rows, at.elapsed());
+        if let Some(h) = self.handed.take() {
+            let grown = history.len().saturating_sub(h.len);
+            if (1..=h.rows).contains(&grown) {
+                self.costs.record_verify(h.rows, h.at.elapsed());
             }
         }
         let from = out.len();
         self.draft_tokens(history, limit, out)?;
-        self.handed = Some((Instant::now(), out.len() - from + 1, history.len()));
+        self.handed = Some(Handover {
+            at: Instant::now(),
+            rows: out.len() - from + 1,
+            len: history.len(),
+        });
         Ok(())
     }
 }

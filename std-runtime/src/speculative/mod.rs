@@ -10,7 +10,6 @@ mod draft_model;
 
 use superinfer_core::speculative::Lookup;
 
-pub use costs::DraftCosts;
 pub use draft_model::{check_vocab, DraftModel, DraftOptions};
 
 use crate::Error;
