@@ -6,7 +6,8 @@
 //! are row kernels: Q4_0, Q5_0, Q8_0, Q4_K and Q6_K have kernels of several rows and tokens
 //! per call (`legacy.rs`, `kquants.rs`, over `common.rs`'s driver: four rows share one
 //! prepared activation in a decode step, four tokens share each weight block in a prompt), the
-//! other formats one-row kernels (`simd128.rs`). The multi-row kernels are compiled only when
+//! other formats one-row kernels (`simd128.rs`); the relaxed-simd build also has a vector
+//! SiLU-gated activation (`math.rs`). The multi-row kernels are compiled only when
 //! the whole build has simd128 (`-C target-feature=+simd128`, as the package is built): they
 //! are made of many small always-inlined functions. The one-row kernels are `unsafe fn`s
 //! compiled with `#[target_feature]`; the table holds safe wrappers, and [`fill_simd128`]
@@ -21,6 +22,8 @@ mod flash;
 mod kquants;
 #[cfg(target_feature = "simd128")]
 mod legacy;
+#[cfg(all(target_feature = "simd128", target_feature = "relaxed-simd"))]
+mod math;
 #[cfg(all(target_feature = "simd128", target_feature = "relaxed-simd"))]
 mod relaxed;
 mod simd128;
@@ -105,6 +108,8 @@ pub(super) unsafe fn fill_simd128(k: &mut Kernels, _f: &CpuFeatures) {
             k.set_vec_dot_rows(ty, rows);
         }
         k.set_flash(flash::flash_simd128);
+        #[cfg(target_feature = "relaxed-simd")]
+        k.set_swiglu(math::swiglu);
         k.set_f16_ops(super::F16Ops {
             to_f32: flash::f16_to_f32_row,
             from_f32: super::generic::f16::from_f32,
