@@ -209,8 +209,9 @@ pub struct SpecArgs {
     /// (0 = the whole vocabulary).
     #[arg(long = "draft-vocab", default_value_t = 0)]
     pub draft_vocab: usize,
-    /// A draft model drafts by --draft-p-min alone (by default it also stops where, by the
-    /// draft and verification times measured so far, one more token no longer pays).
+    /// Draft lengths by fixed rules: a draft model by --draft-p-min alone, prompt lookup by
+    /// a 3, 7, 15, ... schedule (by default both stop where, by the verification times
+    /// measured so far, one more token no longer pays).
     #[arg(long = "draft-fixed")]
     pub draft_fixed: bool,
 }

@@ -75,12 +75,15 @@ fn agree(
     let mut s = target.session(&SessionOptions::with_ctx(n_ctx)).unwrap();
     let (plain, _) = greedy(&mut s, prompt, n, None);
     let mut counts = Vec::new();
-    // lookup at its longest and a draft model at a middle length (the synthetic test below
-    // covers more lengths)
-    let mut lookup = LookupDrafter::new(3, 16);
-    let (got, st) = greedy(&mut s, prompt, n, Some(&mut lookup));
-    assert_eq!(got, plain, "{what}: prompt lookup changed the output");
-    counts.push((st.drafted, st.accepted));
+    // lookup at its longest, by its schedule (the same drafts every run) and priced (the
+    // lengths depend on the times measured), and a draft model at a middle length (the
+    // synthetic test below covers more lengths)
+    for lookup in [LookupDrafter::new(3, 16).fixed(), LookupDrafter::new(3, 16)] {
+        let mut lookup = lookup;
+        let (got, st) = greedy(&mut s, prompt, n, Some(&mut lookup));
+        assert_eq!(got, plain, "{what}: prompt lookup changed the output");
+        counts.push((st.drafted, st.accepted));
+    }
     if let Some(d) = draft {
         let opts = DraftOptions {
             max: 8,
@@ -193,9 +196,15 @@ fn greedy_output_is_the_same_on_synthetic_models_whatever_the_draft() {
             let prompt = target.encode_prompt(text).unwrap();
             let (plain, _) = greedy(&mut s, &prompt, 60, None);
             for max in [1, 2, 5, 16] {
-                let mut lookup = LookupDrafter::new(3, max);
-                let (got, _) = greedy(&mut s, &prompt, 60, Some(&mut lookup));
-                assert_eq!(got, plain, "{text}: prompt lookup (draft-max {max})");
+                for priced in [true, false] {
+                    let mut lookup = LookupDrafter::new(3, max);
+                    if !priced {
+                        lookup = lookup.fixed();
+                    }
+                    let (got, _) = greedy(&mut s, &prompt, 60, Some(&mut lookup));
+                    let how = if priced { "priced" } else { "scheduled" };
+                    assert_eq!(got, plain, "{text}: prompt lookup ({how}, draft-max {max})");
+                }
                 // a draft scoring only a prefix of its vocabulary proposes other tokens,
                 // never another output
                 for (p_min, vocab) in [(0.0, None), (0.5, None), (0.0, Some(64))] {

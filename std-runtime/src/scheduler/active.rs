@@ -21,14 +21,14 @@ use crate::speculative::{DraftModel, DynDrafter, LookupDrafter};
 /// Who drafts for a request: prompt lookup, or a draft model of its own (taken from the
 /// scheduler's idle ones at admission, given back when the request ends).
 pub(super) enum SpecDrafter<'e> {
-    Lookup(LookupDrafter),
+    Lookup(Box<LookupDrafter>),
     Model(Box<DraftModel<'e>>),
 }
 
 impl<'e> SpecDrafter<'e> {
     fn get(&mut self) -> &mut DynDrafter<'e> {
         match self {
-            SpecDrafter::Lookup(d) => d,
+            SpecDrafter::Lookup(d) => &mut **d,
             SpecDrafter::Model(d) => &mut **d,
         }
     }
@@ -120,8 +120,11 @@ impl<'e> Active<'e> {
             spec: drafter
                 .map(|d| SpecDrafter::Model(Box::new(d)))
                 .or_else(|| {
-                    r.lookup
-                        .map(|l| SpecDrafter::Lookup(LookupDrafter::new(l.ngram, l.draft_max)))
+                    r.lookup.map(|l| {
+                        SpecDrafter::Lookup(Box::new(
+                            LookupDrafter::new(l.ngram, l.draft_max).fixed(),
+                        ))
+                    })
                 })
                 .map(|drafter| Speculation {
                     drafter,

@@ -10,7 +10,7 @@
 //! and a draft should stop sooner. The draft's own probability that every token so far
 //! stands (the product of its top probabilities) is set against that price.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Rows of a verification step the costs are kept for (drafts longer than this share the
 /// last one's slope).
@@ -27,6 +27,18 @@ pub struct DraftCosts {
     /// `verify[n]`: the target's step checking `n` rows (the pending token and `n - 1`
     /// drafted), with what the decode loop does around it.
     verify: [Option<f64>; MAX_ROWS + 1],
+    /// The last draft handed to the target: the time until the drafter is called again is
+    /// its verification step's.
+    handed: Option<Handover>,
+}
+
+/// When a draft was handed over, the rows of its verification step (the pending token and
+/// the drafted ones) and the history's length then.
+#[derive(Debug, Clone, Copy)]
+struct Handover {
+    at: Instant,
+    rows: usize,
+    len: usize,
 }
 
 impl Default for DraftCosts {
@@ -34,6 +46,7 @@ impl Default for DraftCosts {
         DraftCosts {
             pass: None,
             verify: [None; MAX_ROWS + 1],
+            handed: None,
         }
     }
 }
@@ -50,11 +63,46 @@ impl DraftCosts {
         average(&mut self.pass, t.as_secs_f64());
     }
 
+    /// A draft goes to the target now: its verification step checks `rows` rows, after a
+    /// history of `len` tokens.
+    pub fn hand_over(&mut self, rows: usize, len: usize) {
+        self.handed = Some(Handover {
+            at: Instant::now(),
+            rows,
+            len,
+        });
+    }
+
+    /// The drafter is called again with a history of `len` tokens: when it grew as one
+    /// verification step of the last draft grows it (the accepted tokens and one more), the
+    /// time since the hand-over was that step's.
+    pub fn take_back(&mut self, len: usize) {
+        if let Some(h) = self.handed.take() {
+            if (1..=h.rows).contains(&len.saturating_sub(h.len)) {
+                self.record_verify(h.rows, h.at.elapsed());
+            }
+        }
+    }
+
+    /// A new generation starts: the time since the last hand-over (a chat turn's wait, a
+    /// prompt's evaluation) is not a verification step's.
+    pub fn forget_hand_over(&mut self) {
+        self.handed = None;
+    }
+
     /// A verification step of `rows` rows took `t`.
     pub fn record_verify(&mut self, rows: usize, t: Duration) {
         if (1..=MAX_ROWS).contains(&rows) {
             average(&mut self.verify[rows], t.as_secs_f64());
         }
+    }
+
+    /// The cost of a verification step of `rows` rows, once a single step and a longer one
+    /// were measured (else `None`): see [`Self::verify`].
+    pub fn step(&self, rows: usize) -> Option<f64> {
+        let longer = self.verify[2..].iter().any(Option::is_some);
+        self.verify[1].and(longer.then_some(()))?;
+        self.verify(rows)
     }
 
     /// The cost of a step of `rows` rows: measured, or between the nearest measured sizes

@@ -104,17 +104,6 @@ pub struct DraftModel<'d> {
     row: Vec<f32>,
     seen: Vec<u32>,
     costs: DraftCosts,
-    /// The last draft handed to the target: the time until the next call is its
-    /// verification step's.
-    handed: Option<Handover>,
-}
-
-/// When a draft was handed over, the rows of its verification step (the pending token and
-/// the drafted ones) and the history's length then.
-struct Handover {
-    at: Instant,
-    rows: usize,
-    len: usize,
 }
 
 impl<'d> DraftModel<'d> {
@@ -140,7 +129,6 @@ impl<'d> DraftModel<'d> {
             row: Vec::new(),
             seen: Vec::new(),
             costs: DraftCosts::default(),
-            handed: None,
         })
     }
 
@@ -207,7 +195,7 @@ impl Drafter for DraftModel<'_> {
 
     fn prefill(&mut self, tokens: &[u32]) -> Result<(), Error> {
         // a new generation: the time since the last draft is not a verification step's
-        self.handed = None;
+        self.costs.forget_hand_over();
         if tokens.len() < self.session.n_ctx() {
             self.sync(tokens)?;
         }
@@ -216,19 +204,10 @@ impl Drafter for DraftModel<'_> {
 
     fn draft(&mut self, history: &[u32], limit: usize, out: &mut Draft) -> Result<(), Error> {
         // the target's step since the last draft: it added the accepted tokens and one more
-        if let Some(h) = self.handed.take() {
-            let grown = history.len().saturating_sub(h.len);
-            if (1..=h.rows).contains(&grown) {
-                self.costs.record_verify(h.rows, h.at.elapsed());
-            }
-        }
+        self.costs.take_back(history.len());
         let from = out.len();
         self.draft_tokens(history, limit, out)?;
-        self.handed = Some(Handover {
-            at: Instant::now(),
-            rows: out.len() - from + 1,
-            len: history.len(),
-        });
+        self.costs.hand_over(out.len() - from + 1, history.len());
         Ok(())
     }
 }
