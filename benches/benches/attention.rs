@@ -2,7 +2,7 @@
 //! every tile of every KV head as a prompt batch runs them, one thread), for the head shapes
 //! of Qwen2.5-0.5B (14 heads over 2 KV heads of 64) and Gemma-3-270M (4 heads over 1 KV head
 //! of 256), one layer, reported as tokens per second. A decode step at depth 2048 (one
-//! token's heads against 2048 cached positions) is the third case.
+//! token's heads against 2048 cached positions) of each is the third and fourth case.
 //!
 //! `SUPERINFER_BENCH_ISAS=avx2,avx512` picks kernel tables (default: the best one).
 
@@ -15,10 +15,11 @@ use superinfer_runtime::core::ops::attention::flash::{tile_tokens, FlashScratch,
 use superinfer_runtime::core::ops::attention::{AttnShape, HeadRows, KvView};
 
 /// (label, query heads, KV heads, head size, tokens attending, cached positions before them)
-const CASES: [(&str, usize, usize, usize, usize, usize); 3] = [
+const CASES: [(&str, usize, usize, usize, usize, usize); 4] = [
     ("qwen05b-pp512", 14, 2, 64, 512, 0),
     ("gemma270m-pp512", 4, 1, 256, 512, 0),
     ("qwen05b-tg@d2048", 14, 2, 64, 1, 2048),
+    ("gemma270m-tg@d2048", 4, 1, 256, 1, 2048),
 ];
 
 fn attention_bench(c: &mut Criterion) {

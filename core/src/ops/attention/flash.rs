@@ -398,6 +398,70 @@ fn values_pass2<S: Simd, const RESCALE: bool>(
     }
 }
 
+/// Output vectors whose chains [`values_rows`] runs side by side.
+const ROW_VECS: usize = 8;
+
+/// The values of a block for a tile of fewer rows than lanes (a decode step's query heads of
+/// one KV head), row by row with the output elements across the lanes: `out[r·dv + i] =
+/// out[r·dv + i] · rescale[r] + Σ_j p[j·l + r] · values[j·dv + i]`, j in order over `keys`
+/// keys. Per element the same operations as [`values_pass`] on transposed rows (one
+/// multiplication by the rescale, then one fused multiply-add per key, the keys in order),
+/// so the same bits; the multiply-adds are `rows × dv / l` per key instead of `dv`.
+#[inline(always)]
+fn values_rows<S: Simd>(
+    out: &mut [f32],
+    values: &[f32],
+    dv: usize,
+    p: &[f32],
+    rescale: &[f32],
+    keys: usize,
+) {
+    let l = S::LANES;
+    let rows = rescale.len();
+    assert!(out.len() >= rows * dv && values.len() >= keys * dv && p.len() >= keys * l);
+    assert!(rows <= l);
+    for (r, o) in out.chunks_exact_mut(dv).take(rows).enumerate() {
+        let rs = S::splat(rescale[r]);
+        let mut c = 0;
+        while c + ROW_VECS * l <= dv {
+            let o = &mut o[c..c + ROW_VECS * l];
+            // (a loop, not `array::from_fn`: its closure would not be inlined into the ISA's
+            // target-feature instance)
+            let mut a = [rs; ROW_VECS];
+            for (u, a) in a.iter_mut().enumerate() {
+                *a = S::mul(S::load(&o[u * l..]), rs);
+            }
+            for j in 0..keys {
+                // SAFETY: j·l + r < keys·l <= p.len(); the value rows are whole (asserted).
+                let pj = unsafe { *p.get_unchecked(j * l + r) };
+                let v = &values[j * dv + c..j * dv + c + ROW_VECS * l];
+                for (u, a) in a.iter_mut().enumerate() {
+                    *a = S::mad(*a, pj, S::load(&v[u * l..]));
+                }
+            }
+            for (u, a) in a.iter().enumerate() {
+                S::store(*a, &mut o[u * l..]);
+            }
+            c += ROW_VECS * l;
+        }
+        while c + l <= dv {
+            let mut a = S::mul(S::load(&o[c..]), rs);
+            for j in 0..keys {
+                a = S::mad(a, p[j * l + r], S::load(&values[j * dv + c..]));
+            }
+            S::store(a, &mut o[c..]);
+            c += l;
+        }
+        for i in c..dv {
+            let mut a = o[i] * rescale[r];
+            for j in 0..keys {
+                a = libm::fmaf(p[j * l + r], values[j * dv + i], a);
+            }
+            o[i] = a;
+        }
+    }
+}
+
 /// The kernel body for the common head sizes as compile-time constants (64, 128, 256: the
 /// passes' key and value offsets become immediates), any other through [`tile_body`] with
 /// the sizes at run time; `kernels` instantiates it per ISA. The arithmetic is the same.
@@ -446,7 +510,13 @@ pub fn tile_body<S: Simd, const DK: usize, const DV: usize>(
     }
     s.max[..padded].fill(f32::NEG_INFINITY);
     s.sum[..padded].fill(0.0);
-    s.ot[..padded * dv].fill(0.0);
+    // a tile of fewer rows than lanes accumulates its output row by row in `out`
+    let row_major = n < l;
+    if row_major {
+        s.out[..n * dv].fill(0.0);
+    } else {
+        s.ot[..padded * dv].fill(0.0);
+    }
     let windows = &s.windows[..n];
     // key blocks start at multiples of KEYS whatever the tile holds, so a row's result does
     // not depend on the other rows of its tile (a block outside a row's window is an exact
@@ -550,6 +620,13 @@ pub fn tile_body<S: Simd, const DK: usize, const DV: usize>(
                 S::store(S::add(S::mul(l_old, *rescale), sum), &mut s.sum[vu * l..]);
                 S::store(m_new, &mut s.max[vu * l..]);
             }
+            if row_major {
+                let mut rs = [0.0f32; MAX_LANES];
+                S::store(rescales[0], &mut rs);
+                let keys = passes * PASS;
+                values_rows::<S>(&mut s.out, &s.vb, dv, &s.p[..keys * l], &rs[..n], keys);
+                continue;
+            }
             // ot[i] = ot[i] · rescale + Σ_j p_j · v_j[i], j in order, PASS keys at a time
             let ot = &mut s.ot[v * dv * l..(v + w) * dv * l];
             for pass in 0..passes {
@@ -573,7 +650,12 @@ pub fn tile_body<S: Simd, const DK: usize, const DV: usize>(
         let sum = s.sum[r];
         let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
         for i in 0..dv {
-            s.out[r * dv + i] = s.ot[lane_at::<S>(dv, r, i)] * inv;
+            let o = if row_major {
+                s.out[r * dv + i]
+            } else {
+                s.ot[lane_at::<S>(dv, r, i)]
+            };
+            s.out[r * dv + i] = o * inv;
         }
     }
 }

@@ -132,6 +132,9 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
         (7, 1, 64, 64, None, 0),
         (2, 2, 32, 40, None, 9),
         (4, 1, 256, 256, None, 20),
+        // a last tile of three rows with values of 40 (fewer rows than lanes: the values
+        // accumulate row by row, with a scalar tail on 16 lanes)
+        (6, 2, 32, 40, None, 0),
     ];
     for (ci, &(n_head, n_head_kv, dk, dv, cap, swa)) in cases.iter().enumerate() {
         let shape = AttnShape {
