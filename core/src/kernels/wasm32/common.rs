@@ -21,6 +21,28 @@ pub(super) unsafe fn ld(p: *const u8) -> v128 {
     unsafe { v128_load(p as *const v128) }
 }
 
+/// `ops::exp::exp_poly` on four lanes (the same operations), its multiply-adds `x · y + z`
+/// by `madd`: exactly fused for the scalar oracle's bits (the flash tile), or
+/// `f32x4.relaxed_madd` (the relaxed build's activation).
+#[inline(always)]
+pub(super) fn exp_poly4(x: v128, madd: impl Fn(v128, v128, v128) -> v128) -> v128 {
+    let c = f32x4_splat;
+    // pmax(c, x) is c for a NaN x, as `x.max(c)` and `maxps`
+    let x = f32x4_pmin(f32x4_pmax(c(-87.3), x), c(88.7));
+    let n = f32x4_nearest(f32x4_mul(x, c(core::f32::consts::LOG2_E)));
+    let r = madd(f32x4_neg(n), c(0.693_145_75), x);
+    let r = madd(f32x4_neg(n), c(1.428_606_8e-6), r);
+    let mut p = c(1.0 / 720.0);
+    for k in [1.0f32 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = madd(p, r, c(k));
+    }
+    // n in [-126, 128]: 2^n split as 2^(n/2)·2^(n - n/2) keeps both factors normal
+    let ni = i32x4_trunc_sat_f32x4(n);
+    let half = i32x4_shr(ni, 1);
+    let pow2 = |e: v128| i32x4_shl(i32x4_add(e, i32x4_splat(127)), 23);
+    f32x4_mul(f32x4_mul(p, pow2(half)), pow2(i32x4_sub(ni, half)))
+}
+
 /// Sum of the four i32 lanes.
 #[inline(always)]
 pub(super) fn hsum_i32(v: v128) -> i32 {

@@ -19,7 +19,7 @@
 
 use core::arch::wasm32::*;
 
-use super::common::{f16_to_f32, ld};
+use super::common::{exp_poly4, f16_to_f32, ld};
 use crate::kernels::F16Ops;
 use crate::ops::attention::flash::{self, FlashScratch, Simd, Tile};
 
@@ -100,25 +100,6 @@ fn fma4_libm(x: v128, y: v128, z: v128) -> v128 {
     f32x4(r[0], r[1], r[2], r[3])
 }
 
-/// `ops::exp::exp_poly` on four lanes (the same operations, so the same bits).
-#[inline(always)]
-fn exp_poly4(x: v128) -> v128 {
-    let c = f32x4_splat;
-    // pmax(c, x) is c for a NaN x, as `x.max(c)`
-    let x = f32x4_pmin(f32x4_pmax(c(-87.3), x), c(88.7));
-    let n = f32x4_nearest(f32x4_mul(x, c(core::f32::consts::LOG2_E)));
-    let r = fma4(f32x4_neg(n), c(0.693_145_75), x);
-    let r = fma4(f32x4_neg(n), c(1.428_606_8e-6), r);
-    let mut p = c(1.0 / 720.0);
-    for k in [1.0f32 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
-        p = fma4(p, r, c(k));
-    }
-    let ni = i32x4_trunc_sat_f32x4(n);
-    let half = i32x4_shr(ni, 1);
-    let pow2 = |e: v128| i32x4_shl(i32x4_add(e, i32x4_splat(127)), 23);
-    f32x4_mul(f32x4_mul(p, pow2(half)), pow2(i32x4_sub(ni, half)))
-}
-
 /// Four f32 lanes of simd128.
 struct Wasm;
 
@@ -184,6 +165,6 @@ impl Simd for Wasm {
     }
     #[inline(always)]
     fn exp(x: v128) -> v128 {
-        v128_and(exp_poly4(x), f32x4_ge(x, f32x4_splat(-87.3)))
+        v128_and(exp_poly4(x, fma4), f32x4_ge(x, f32x4_splat(-87.3)))
     }
 }
