@@ -101,7 +101,9 @@ impl DraftCosts {
     /// were measured (else `None`): see [`Self::verify`].
     pub fn step(&self, rows: usize) -> Option<f64> {
         let longer = self.verify[2..].iter().any(Option::is_some);
-        self.verify[1].and(longer.then_some(()))?;
+        if self.verify[1].is_none() || !longer {
+            return None;
+        }
         self.verify(rows)
     }
 

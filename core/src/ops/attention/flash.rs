@@ -649,13 +649,13 @@ pub fn tile_body<S: Simd, const DK: usize, const DV: usize>(
     for r in 0..n {
         let sum = s.sum[r];
         let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-        for i in 0..dv {
-            let o = if row_major {
-                s.out[r * dv + i]
-            } else {
-                s.ot[lane_at::<S>(dv, r, i)]
-            };
-            s.out[r * dv + i] = o * inv;
+        let out = &mut s.out[r * dv..(r + 1) * dv];
+        if row_major {
+            out.iter_mut().for_each(|o| *o *= inv);
+        } else {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = s.ot[lane_at::<S>(dv, r, i)] * inv;
+            }
         }
     }
 }
