@@ -424,32 +424,11 @@ fn values_rows<S: Simd>(
         let rs = S::splat(rescale[r]);
         let mut c = 0;
         while c + ROW_VECS * l <= dv {
-            let o = &mut o[c..c + ROW_VECS * l];
-            // (a loop, not `array::from_fn`: its closure would not be inlined into the ISA's
-            // target-feature instance)
-            let mut a = [rs; ROW_VECS];
-            for (u, a) in a.iter_mut().enumerate() {
-                *a = S::mul(S::load(&o[u * l..]), rs);
-            }
-            for j in 0..keys {
-                // SAFETY: j·l + r < keys·l <= p.len(); the value rows are whole (asserted).
-                let pj = unsafe { *p.get_unchecked(j * l + r) };
-                let v = &values[j * dv + c..j * dv + c + ROW_VECS * l];
-                for (u, a) in a.iter_mut().enumerate() {
-                    *a = S::mad(*a, pj, S::load(&v[u * l..]));
-                }
-            }
-            for (u, a) in a.iter().enumerate() {
-                S::store(*a, &mut o[u * l..]);
-            }
+            values_chunk::<S, ROW_VECS>(&mut o[c..], values, c, dv, p, r, rs, keys);
             c += ROW_VECS * l;
         }
         while c + l <= dv {
-            let mut a = S::mul(S::load(&o[c..]), rs);
-            for j in 0..keys {
-                a = S::mad(a, p[j * l + r], S::load(&values[j * dv + c..]));
-            }
-            S::store(a, &mut o[c..]);
+            values_chunk::<S, 1>(&mut o[c..], values, c, dv, p, r, rs, keys);
             c += l;
         }
         for i in c..dv {
@@ -459,6 +438,40 @@ fn values_rows<S: Simd>(
             }
             o[i] = a;
         }
+    }
+}
+
+/// `V` vectors of output row `r` at element `c` of [`values_rows`] (`o` starts there): scaled
+/// by `rs`, then one multiply-add chain per vector over the keys in order, side by side.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn values_chunk<S: Simd, const V: usize>(
+    o: &mut [f32],
+    values: &[f32],
+    c: usize,
+    dv: usize,
+    p: &[f32],
+    r: usize,
+    rs: S::V,
+    keys: usize,
+) {
+    let l = S::LANES;
+    // (loops, not `array::from_fn`: its closure would not be inlined into the ISA's
+    // target-feature instance)
+    let mut a = [rs; V];
+    for (u, a) in a.iter_mut().enumerate() {
+        *a = S::mul(S::load(&o[u * l..]), rs);
+    }
+    for j in 0..keys {
+        // SAFETY: j·l + r < keys·l <= p.len() (asserted by `values_rows`).
+        let pj = unsafe { *p.get_unchecked(j * l + r) };
+        let v = &values[j * dv + c..j * dv + c + V * l];
+        for (u, a) in a.iter_mut().enumerate() {
+            *a = S::mad(*a, pj, S::load(&v[u * l..]));
+        }
+    }
+    for (u, a) in a.iter().enumerate() {
+        S::store(*a, &mut o[u * l..]);
     }
 }
 
