@@ -133,6 +133,14 @@ pub struct RunArgs {
     pub ctx_size: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    /// End generation where the output contains TEXT (repeatable; the text is left out of
+    /// the output, as the server's `stop`).
+    #[arg(long = "stop", value_name = "TEXT")]
+    pub stop: Vec<String>,
+    /// Generate through end-of-generation tokens (their logits are masked, as llama.cpp's
+    /// --ignore-eos): for benchmarks, with -n.
+    #[arg(long = "ignore-eos")]
+    pub ignore_eos: bool,
     #[command(flatten)]
     pub spec: SpecArgs,
     /// Do not add BOS even if the model asks for it.

@@ -192,6 +192,64 @@ fn run_generates_and_reports() {
     assert!(err.contains("tok/s") && err.contains("isa:"), "{err}");
 }
 
+/// `run --ignore-eos --stop TEXT -n N` on a real model: the model's own end is masked, the
+/// answer goes on to `-n`, and a stop string past the model's end cuts it there (the
+/// scheduler and the package apply the same rules: wasm/tests/frontends.rs).
+#[test]
+fn run_stops_at_strings_and_ignores_eos() {
+    let m = superinfer_tests::require_model(superinfer_tests::QWEN_05B);
+    let prompt = "<|im_start|>user\nWhat is the capital of France? One short sentence.<|im_end|>\n\
+                  <|im_start|>assistant\n";
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "-m",
+            m.to_str().unwrap(),
+            "-p",
+            prompt,
+            "--temp",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        let out = superinfer(&args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        // `run` ends its output with a newline of its own
+        (text.strip_suffix('\n').unwrap().to_string(), err)
+    };
+    let (ends, err) = run(&["-n", "48"]);
+    assert!(err.contains("stop: EndOfGeneration"), "{err}");
+    let (longer, err) = run(&["-n", "40", "--ignore-eos"]);
+    assert!(
+        err.contains("stop: Length") && err.contains("generation: 40 tokens"),
+        "{err}"
+    );
+    assert!(
+        longer.starts_with(&ends) && longer.len() > ends.len(),
+        "{ends:?} / {longer:?}"
+    );
+    // three characters whose first appearance is past the model's own end
+    let from = ends.len();
+    let (stop, cut) = longer[from..]
+        .char_indices()
+        .map(|(i, _)| longer[from + i..].chars().take(3).collect::<String>())
+        .filter(|s| s.chars().count() == 3)
+        .find_map(|s| longer.find(&s).filter(|&at| at > from).map(|at| (s, at)))
+        .expect("a stop string past the end");
+    let (cut_text, err) = run(&[
+        "-n",
+        "40",
+        "--ignore-eos",
+        "--stop",
+        "zzz-not-there",
+        "--stop",
+        &stop,
+    ]);
+    assert!(err.contains("stop: StopSequence"), "{err}");
+    assert_eq!(cut_text, longer[..cut], "stop {stop:?}");
+}
+
 #[test]
 fn info_describes_the_model() {
     let p = model("info");

@@ -363,6 +363,56 @@ def test_greedy_chat_equals_cli(server, props, model):
     assert answer == cli[:-1], f"server {answer!r}\n   cli {cli[:-1]!r}\n({out.stderr.decode()[-300:]})"
 
 
+def _cli_run(server, prompt, *flags):
+    """`superinfer run` greedy on the server's model: (text, stop reason, generated tokens)."""
+    cmd = [str(binary()), "run", "-m", server.path, "-p", prompt, "--temp", "0",
+           "-c", str(N_CTX), "-t", str(threads()), *flags]
+    out = subprocess.run(cmd, capture_output=True, timeout=300)
+    err = out.stderr.decode(errors="replace")
+    assert out.returncode == 0, err
+    text = out.stdout.decode()
+    assert text.endswith("\n")  # `run` ends its output with a newline of its own
+    stop = err.split("stop: ", 1)[1].split(" ", 1)[0]
+    generated = int(err.split("generation: ", 1)[1].split(" ", 1)[0])
+    return text[:-1], stop, generated
+
+
+FINISH = {"EndOfGeneration": "stop", "StopSequence": "stop", "Length": "length",
+          "ContextFull": "length"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_stop_ignore_eos_and_max_tokens_equal_cli(server, props, model, stream):
+    """The per-token rules are core's, the same in `run` and the server: greedy, the model's
+    own end (an end-of-generation token, counted as generated), `ignore_eos` masking it up to
+    `max_tokens`, and a stop string that only the text past that end contains."""
+    rendered = server.apply_template([{"role": "user", "content": "What is 2+2? One word."}], True)
+    if props["bos_token"] and rendered.startswith(props["bos_token"]):
+        rendered = rendered[len(props["bos_token"]):]  # the server and `run` both add BOS
+    c = server.client()
+
+    def served(**kw):
+        opts = {"stream_options": {"include_usage": True}} if stream else {}
+        text, finish, r = complete(c, model, stream=stream, prompt=rendered, **opts, **GREEDY,
+                                   **kw)
+        usage = r.usage if not stream else next(x.usage for x in r if x.usage)
+        return text, finish, usage.completion_tokens
+
+    ends, why, n = _cli_run(server, rendered, "-n", "48")
+    assert why == "EndOfGeneration", (ends, why)
+    assert served(max_tokens=48) == (ends, "stop", n)
+
+    longer, why, n = _cli_run(server, rendered, "-n", "32", "--ignore-eos")
+    assert (why, n) == ("Length", 32) and longer.startswith(ends) and len(longer) > len(ends)
+    assert served(max_tokens=32, extra_body=IGNORE_EOS) == (longer, "length", 32)
+
+    stop = next(longer[i:i + 3] for i in range(len(ends) + 1, len(longer) - 2)
+                if longer.find(longer[i:i + 3]) > len(ends))
+    cut, why, n = _cli_run(server, rendered, "-n", "32", "--ignore-eos", "--stop", stop)
+    assert why == "StopSequence" and cut == longer[:longer.find(stop)], (stop, cut)
+    assert served(max_tokens=32, stop=[stop], extra_body=IGNORE_EOS) == (cut, "stop", n)
+
+
 # -- speculative decoding by prompt lookup -----------------------------------------------------
 
 EDIT_PROMPT = (

@@ -45,7 +45,7 @@ fn greedy(
     let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
     let mut out = Vec::new();
     let stats = s
-        .generate_with(prompt, n, &mut sampler, drafter, |ev| {
+        .generate_with(prompt, &n.into(), &mut sampler, drafter, |ev| {
             // (u32::MAX: the decoder's held-back text at the end, not a token)
             if ev.id != u32::MAX {
                 out.push(ev.id);
@@ -336,7 +336,7 @@ fn sampled_output_follows_the_targets_distribution() {
         s.reset();
         let mut out = Vec::new();
         let st = s
-            .generate_with(&prompt, 3, &mut sampler, Some(&mut dm), |ev| {
+            .generate_with(&prompt, &3.into(), &mut sampler, Some(&mut dm), |ev| {
                 if ev.id != u32::MAX {
                     out.push(ev.id);
                 }
@@ -392,7 +392,7 @@ fn bad_drafts_are_refused_or_decode_plainly() {
         let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
         let mut out = Vec::new();
         let st = s
-            .generate_with(&prompt, 1000, &mut sampler, d, |ev| {
+            .generate_with(&prompt, &1000.into(), &mut sampler, d, |ev| {
                 if ev.id != u32::MAX {
                     out.push(ev.id);
                 }

@@ -326,7 +326,7 @@ pub extern "C" fn si_prefill(n: usize) -> i32 {
     }
 }
 
-/// The next token: the result is `{id, text, finish}`.
+/// The next step: the result is `{id, ids, text, finish, generated}` (`Engine::next_token`).
 #[no_mangle]
 pub extern "C" fn si_next() -> i32 {
     call(1, |s| Ok(engine(s)?.next_token()?.to_string()))

@@ -6,17 +6,18 @@
 use core::mem::ManuallyDrop;
 
 use serde_json::{json, Value};
-use superinfer_core::generate::{Context, ContextOptions, Model};
+use superinfer_core::generate::{
+    Context, ContextOptions, GenerateParams, Generation, Model, NoDrafter, StopReason, Token,
+};
 use superinfer_core::gguf::{keys, GgufFile};
 use superinfer_core::kernels::Kernels;
 use superinfer_core::parallel::Parallel;
 use superinfer_core::sampler::{Sampler, SamplerConfig};
-use superinfer_core::tokenizer::{StreamDecoder, Tokenizer};
+use superinfer_core::tokenizer::Tokenizer;
 use superinfer_template::{builtin_for, ChatTemplate};
 
 use crate::buffer::{Layout, ModelBuffer};
 use crate::errors::{Failure, Result};
-use crate::stop::StopStrings;
 
 /// How the context is sized (`load`'s `nCtx`, `nBatch`).
 pub fn context_options(opts: &Value) -> ContextOptions {
@@ -35,24 +36,15 @@ pub struct Engine {
     bytes: &'static [u8],
     template: ChatTemplate,
     info: Value,
-    gen: Option<Generation>,
-    /// The end-of-generation tokens, masked when a request sets `ignore_eos`.
-    eog: Vec<u32>,
+    gen: Option<Call>,
 }
 
-/// The state of one `complete` / `chat` call.
-struct Generation {
-    sampler: Sampler,
-    prompt: Vec<u32>,
-    /// Prompt tokens evaluated so far (the first `cached` came from the previous call's cache).
+/// The state of one `complete` / `chat` call: core's generation (the per-token rules), and
+/// how much of its prompt is evaluated (the first tokens came from the previous call's
+/// cache).
+struct Call {
+    gen: Generation,
     fed: usize,
-    max_tokens: usize,
-    generated: usize,
-    decoder: StreamDecoder,
-    stop: StopStrings,
-    logits: Vec<f32>,
-    done: bool,
-    ignore_eos: bool,
 }
 
 impl Engine {
@@ -161,11 +153,7 @@ impl Engine {
             "bos": tok.bos(),
             "eos": tok.eos(),
         });
-        let eog = (0..tok.vocab_size() as u32)
-            .filter(|&t| tok.is_eog(t))
-            .collect();
         Ok(Engine {
-            eog,
             ctx: ManuallyDrop::new(ctx),
             model,
             bytes,
@@ -293,28 +281,18 @@ impl Engine {
                 .ok_or_else(|| Failure::new("invalid_argument", "stop must be strings"))?,
             Some(_) => return Err(Failure::new("invalid_argument", "stop must be strings")),
         };
-        let common = self
-            .ctx
-            .tokens()
-            .iter()
-            .zip(&prompt)
-            .take_while(|(a, b)| a == b)
-            .count();
-        // the last prompt token always runs, for its logits
-        let keep = common.min(prompt.len() - 1);
-        self.ctx.truncate(keep);
+        let keep = self.ctx.keep_prefix(&prompt);
         let n_prompt = prompt.len();
-        self.gen = Some(Generation {
-            sampler,
-            prompt,
-            fed: keep,
+        let params = GenerateParams {
             max_tokens,
-            generated: 0,
-            decoder: StreamDecoder::new(false),
-            stop: StopStrings::new(stop),
-            logits: Vec::new(),
-            done: false,
             ignore_eos: req.get("ignore_eos").and_then(Value::as_bool) == Some(true),
+            stop,
+            logprobs: None,
+        };
+        let tok = self.model.tokenizer();
+        self.gen = Some(Call {
+            gen: Generation::new(prompt, sampler, &params, n_ctx, tok),
+            fed: keep,
         });
         Ok(json!({ "prompt_tokens": n_prompt, "cached_tokens": keep }))
     }
@@ -322,70 +300,70 @@ impl Engine {
     /// Evaluates up to `n` more prompt tokens; returns how many are left.
     pub fn prefill(&mut self, n: usize) -> Result<usize> {
         let g = self.gen.as_mut().ok_or_else(no_generation)?;
-        let end = (g.fed + n.max(1)).min(g.prompt.len());
+        let prompt = &g.gen.history()[..g.gen.prompt_len()];
+        let end = (g.fed + n.max(1)).min(prompt.len());
         if g.fed < end {
-            if let Err(e) = self.ctx.feed(&g.prompt[g.fed..end]) {
+            if let Err(e) = self.ctx.feed(&prompt[g.fed..end]) {
                 self.gen = None;
                 return Err(e.into());
             }
             g.fed = end;
         }
-        Ok(g.prompt.len() - g.fed)
+        Ok(prompt.len() - g.fed)
     }
 
-    /// Samples the next token and evaluates it. Returns `{id, text, finish}`: `finish` is
-    /// null while generation goes on, else `"stop"` (end of generation or a stop string;
-    /// `id` is then null when the token is not part of the answer) or `"length"`
-    /// (`max_tokens` or a full context).
+    /// One step of the generation (core's `Context::step`: the token sampled last is
+    /// evaluated, the next sampled). Returns `{id, ids, text, finish, generated}`: `ids` the
+    /// tokens emitted (one, or none when the generation ended without a token of its own: an
+    /// end-of-generation token), `id` the last of them or null, `finish` null while
+    /// generation goes on, else `"stop"` (end of generation or a stop string) or `"length"`
+    /// (`max_tokens` or a full context), `generated` the tokens sampled so far (an
+    /// end-of-generation token counts, as in the server's usage).
     pub fn next_token(&mut self) -> Result<Value> {
-        let tok = self.model.tokenizer();
         let g = self.gen.as_mut().ok_or_else(no_generation)?;
-        if g.done || g.fed < g.prompt.len() {
+        if g.gen.stop().is_some() || g.fed < g.gen.prompt_len() {
             return Err(Failure::new(
                 "invalid_argument",
                 "next_token() needs the prompt evaluated first (prefill until 0 remain)",
             ));
         }
-        g.logits.clear();
-        g.logits.extend_from_slice(self.ctx.logits());
-        if g.ignore_eos {
-            for &t in &self.eog {
-                g.logits[t as usize] = f32::NEG_INFINITY;
-            }
-        }
-        let id = g.sampler.sample(&mut g.logits, self.ctx.tokens());
-        if tok.is_eog(id) {
-            g.done = true;
-            let text = g.decoder.flush() + &g.stop.flush();
-            return Ok(json!({ "id": null, "eog": id, "text": text, "finish": "stop" }));
-        }
-        g.generated += 1;
-        let piece = g.decoder.push(tok, id).unwrap_or_default();
-        let (mut text, hit) = g.stop.push(&piece);
-        let finish = if hit {
-            Some("stop")
-        } else if g.generated >= g.max_tokens || self.ctx.tokens().len() >= self.ctx.n_ctx() {
-            text += &g.decoder.flush();
-            text += &g.stop.flush();
-            Some("length")
-        } else {
-            None
-        };
-        match finish {
-            Some(_) => g.done = true,
-            None => {
-                if let Err(e) = self.ctx.feed(&[id]) {
-                    self.gen = None;
-                    return Err(e.into());
+        let (mut ids, mut text) = (Vec::new(), String::new());
+        let step = self
+            .ctx
+            .step(&mut g.gen, None::<&mut NoDrafter>, &mut |t: Token<'_>| {
+                if t.id != Token::FLUSH {
+                    ids.push(t.id);
                 }
+                text.push_str(t.text);
+                core::ops::ControlFlow::Continue(())
+            });
+        let finish = match step {
+            Ok(stop) => stop.map(finish_reason),
+            Err(e) => {
+                self.gen = None;
+                return Err(e.into());
             }
-        }
-        Ok(json!({ "id": id, "text": text, "finish": finish }))
+        };
+        Ok(json!({
+            "id": ids.last(),
+            "ids": ids,
+            "text": text,
+            "finish": finish,
+            "generated": g.gen.generated(),
+        }))
     }
 
     /// Tokens generated by the current (or last) generation.
     pub fn generated(&self) -> usize {
-        self.gen.as_ref().map_or(0, |g| g.generated)
+        self.gen.as_ref().map_or(0, |g| g.gen.generated())
+    }
+}
+
+/// OpenAI's `finish_reason` for why a generation stopped.
+fn finish_reason(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::Length | StopReason::ContextFull => "length",
+        StopReason::EndOfGeneration | StopReason::StopSequence | StopReason::Cancelled => "stop",
     }
 }
 

@@ -22,5 +22,4 @@ pub mod buffer;
 pub mod engine;
 pub mod errors;
 pub mod probe;
-pub mod stop;
 pub mod threads;

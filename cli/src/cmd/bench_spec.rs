@@ -33,7 +33,7 @@ fn decode(
     let mut sampler = Sampler::new(SamplerConfig::greedy()).map_err(|e| e.to_string())?;
     let mut tokens = Vec::with_capacity(n);
     let stats = s
-        .generate_with(prompt, n, &mut sampler, drafter, |ev| {
+        .generate_with(prompt, &n.into(), &mut sampler, drafter, |ev| {
             tokens.push(ev.id);
             ControlFlow::Continue(())
         })

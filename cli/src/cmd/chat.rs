@@ -166,18 +166,11 @@ impl Turn<'_> {
         }
         // keep what the cache holds of this prompt; at least one token is evaluated again,
         // since generation starts from its logits
-        let same = session
-            .tokens()
-            .iter()
-            .zip(&tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(tokens.len() - 1);
-        session.truncate(same);
+        let same = session.keep_prefix(&tokens);
         let mut reply = String::new();
         let mut out = std::io::stdout().lock();
         let stats = session
-            .generate_with(&tokens[same..], max, sampler, drafter, |ev| {
+            .generate_with(&tokens[same..], &max.into(), sampler, drafter, |ev| {
                 reply.push_str(ev.text);
                 let _ = out.write_all(ev.text.as_bytes());
                 let _ = out.flush();

@@ -1,6 +1,7 @@
 use std::io::Write;
 use std::ops::ControlFlow;
 
+use superinfer_runtime::core::generate::GenerateParams;
 use superinfer_runtime::core::sampler::Sampler;
 
 use crate::args::RunArgs;
@@ -44,26 +45,37 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         session.n_ctx(),
         sampler.config(),
     )?;
-    let max = if a.n_predict < 0 {
-        usize::MAX
-    } else {
-        a.n_predict as usize
+    let params = GenerateParams {
+        max_tokens: if a.n_predict < 0 {
+            usize::MAX
+        } else {
+            a.n_predict as usize
+        },
+        ignore_eos: a.ignore_eos,
+        stop: a.stop.clone(),
+        logprobs: None,
     };
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut write_err = None;
     let stats = session
-        .generate_with(&prompt, max, &mut sampler, drafter.as_deref_mut(), |ev| {
-            let r = out.write_all(ev.text.as_bytes()).and_then(|_| out.flush());
-            match r {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(e) => {
-                    write_err = Some(e);
-                    ControlFlow::Break(())
+        .generate_with(
+            &prompt,
+            &params,
+            &mut sampler,
+            drafter.as_deref_mut(),
+            |ev| {
+                let r = out.write_all(ev.text.as_bytes()).and_then(|_| out.flush());
+                match r {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(e) => {
+                        write_err = Some(e);
+                        ControlFlow::Break(())
+                    }
                 }
-            }
-        })
+            },
+        )
         .map_err(|e| e.to_string())?;
     let _ = writeln!(out);
     if let Some(e) = write_err {

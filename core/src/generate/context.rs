@@ -2,7 +2,6 @@
 //! sequence, the working memory of its steps and the logits of its last token, all
 //! allocated when it is made.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::Model;
@@ -10,7 +9,6 @@ use crate::error::{Error, Result};
 use crate::model::{forward, KvPool, Logits, PoolOptions, PoolStats, Scratch, SeqId, Step};
 use crate::ops::attention::KvType;
 use crate::parallel::Parallel;
-use crate::tokenizer::StreamDecoder;
 
 /// Prompt tokens one forward step takes by default (llama.cpp's n_ubatch).
 pub const DEFAULT_BATCH: usize = 512;
@@ -67,10 +65,11 @@ pub struct Context<'m> {
     step: Step,
     /// Logits after the last evaluated token.
     pub(super) logits: Vec<f32>,
-    /// The decode loop's buffers, kept across calls (no allocation per token once grown).
+    /// The decode loop's buffers, kept across calls: the generation's history (every
+    /// position and one token more), a speculative step's tokens and a row of its logits.
     pub(super) history: Vec<u32>,
-    pub(super) text: String,
-    pub(super) decoder: StreamDecoder,
+    pub(super) batch: Vec<u32>,
+    pub(super) row: Vec<f32>,
 }
 
 impl<'m> Context<'m> {
@@ -87,7 +86,6 @@ impl<'m> Context<'m> {
         let seq = pool.add_seq();
         let mut scratch = Scratch::new(opts.n_batch);
         scratch.reserve(model.weights(), par.threads());
-        let piece = model.tokenizer().max_piece_len();
         let mut history = Vec::new();
         // every position, and the one token sampled past the last
         history.reserve_exact(opts.n_ctx + 1);
@@ -100,9 +98,8 @@ impl<'m> Context<'m> {
             step: Step::with_capacity(opts.n_batch),
             logits: alloc::vec![0.0; c.n_vocab],
             history,
-            // a token's text is its piece, plus what a split character left pending
-            text: String::with_capacity(piece + 4),
-            decoder: StreamDecoder::with_capacity(false, piece + 4),
+            batch: Vec::new(),
+            row: Vec::new(),
         })
     }
 

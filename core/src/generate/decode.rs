@@ -1,28 +1,27 @@
-//! The decode loop, plain or speculative. Each round the model evaluates the token sampled
-//! last (not yet in its cache) together with the drafter's guesses in one batched step;
-//! drafted tokens it accepts stay in the cache, the rest are rolled back. Without a drafter
-//! (or when it has nothing to propose) a round is one token: plain decoding.
+//! The decode loop of a [`Context`], plain or speculative, over a [`Generation`] (which
+//! holds the per-token rules). Each step the model evaluates the token sampled last (not
+//! yet in its cache) together with the step's draft (tokens a constraint forces, or the
+//! drafter's guesses) in one batched step; drafted tokens it accepts stay in the cache, the
+//! rest are rolled back. Without a draft a step is one token: plain decoding.
 //!
 //! Greedy output is bit-identical with and without speculation: a sequence's logits do not
 //! depend on what else shares its step (batch invariance, `model/forward.rs`), and a greedy
 //! sampler accepts exactly the drafted tokens that are its argmax. With sampling, the
 //! acceptance rule ([`crate::speculative::verify`]) keeps the model's distribution.
 //!
-//! Plain decoding allocates nothing per token: the history, the text and the detokenizer's
-//! pending bytes live in the [`Context`], sized when it was made.
+//! Plain decoding allocates nothing per token: the generation's history, text and
+//! detokenizer are sized when it is made.
 
-use alloc::vec::Vec;
 use core::ops::ControlFlow;
 
-use super::{Context, Draft, Drafter};
+use super::{Context, Draft, Drafter, GenerateParams, Generation};
 use crate::error::{Error, Result};
 use crate::sampler::Sampler;
-use crate::speculative::Verdict;
 
 /// Why generation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
-    /// The model produced an end-of-generation token.
+    /// The model produced an end-of-generation token (or a constraint allowed none).
     EndOfGeneration,
     /// `max_tokens` were generated.
     Length,
@@ -30,23 +29,23 @@ pub enum StopReason {
     ContextFull,
     /// The callback asked to stop (or the request was cancelled).
     Cancelled,
-    /// The output reached one of the request's stop strings (set by callers that stop on a
-    /// string; the loop itself reports `Cancelled` when the callback breaks).
+    /// The output reached one of the request's stop strings.
     StopSequence,
 }
 
 /// One generated token as handed to the callback.
 pub struct Token<'t> {
-    /// The token id; [`Token::FLUSH`] for the last call, which hands over what was left of
-    /// an incomplete character.
+    /// The token id; [`Token::FLUSH`] for the last call, which hands over the text held
+    /// back until the end (a split character, the start of a stop string that did not
+    /// come).
     pub id: u32,
     /// The text this token completes (possibly empty while a UTF-8 character is split
-    /// across tokens).
+    /// across tokens, or while the text may begin a stop string).
     pub text: &'t str,
 }
 
 impl Token<'_> {
-    /// The id of the closing call that flushes the detokenizer (no token).
+    /// The id of the closing call that flushes the held text (no token).
     pub const FLUSH: u32 = u32::MAX;
 }
 
@@ -74,6 +73,11 @@ impl Drafter for NoDrafter {
     }
 }
 
+/// How many tokens `a` and `b` start with in common.
+pub fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 impl Context<'_> {
     /// Evaluates `prompt`, then samples up to `max_tokens` tokens, handing each to
     /// `on_token` (which may stop generation by returning `ControlFlow::Break`).
@@ -85,7 +89,8 @@ impl Context<'_> {
         on_token: impl FnMut(Token<'_>) -> ControlFlow<()>,
     ) -> Result<Outcome> {
         self.prefill(prompt)?;
-        let mut out = self.decode(max_tokens, sampler, None::<&mut NoDrafter>, on_token)?;
+        let params = GenerateParams::from(max_tokens);
+        let mut out = self.decode(&params, sampler, None::<&mut NoDrafter>, on_token)?;
         out.prompt_tokens = prompt.len();
         Ok(out)
     }
@@ -101,152 +106,132 @@ impl Context<'_> {
         self.feed(prompt)
     }
 
-    /// Samples up to `max_tokens` tokens after what the context holds (its logits are the
-    /// last token's: call [`Self::prefill`] first), with speculative decoding when
+    /// Keeps the longest prefix of `tokens` the cache already holds, but never all of it
+    /// (generation starts from the last token's logits, so that token always runs again);
+    /// returns how many tokens were kept. The caller then feeds `tokens[kept..]`.
+    pub fn keep_prefix(&mut self, tokens: &[u32]) -> usize {
+        let keep = common_prefix(self.tokens(), tokens).min(tokens.len().saturating_sub(1));
+        self.truncate(keep);
+        keep
+    }
+
+    /// Generates after what the context holds (its logits are the last token's: call
+    /// [`Self::prefill`] first) by the rules of `params`, with speculative decoding when
     /// `drafter` is given (already prefilled with the prompt). The stream of tokens handed
     /// to `on_token` is the same as without a drafter for a greedy sampler, and has the same
-    /// distribution for any other.
+    /// distribution for any other. `sampler` goes on from where it is and is left where the
+    /// generation leaves it.
     pub fn decode<D: Drafter + ?Sized>(
         &mut self,
-        max_tokens: usize,
+        params: &GenerateParams,
         sampler: &mut Sampler,
-        mut drafter: Option<&mut D>,
-        mut on_token: impl FnMut(Token<'_>) -> ControlFlow<()>,
+        drafter: Option<&mut D>,
+        on_token: impl FnMut(Token<'_>) -> ControlFlow<()>,
     ) -> Result<Outcome, D::Error> {
-        let n_ctx = self.n_ctx();
-        let mut stats = Outcome {
-            prompt_tokens: 0,
-            generated_tokens: 0,
-            stop: StopReason::Length,
-            drafted: 0,
-            accepted: 0,
-            verify_steps: 0,
-        };
-        // the text so far: evaluated tokens, then the one sampled last (`pending`)
         let mut history = core::mem::take(&mut self.history);
         history.clear();
         history.extend_from_slice(self.tokens());
-        let mut text = core::mem::take(&mut self.text);
-        let mut decoder = core::mem::replace(
-            &mut self.decoder,
-            crate::tokenizer::StreamDecoder::with_capacity(false, 0),
+        let mut gen = Generation::new(
+            history,
+            core::mem::replace(sampler, Sampler::greedy()),
+            params,
+            self.n_ctx(),
+            self.model.tokenizer(),
         );
-        decoder.reset();
-        let tok = self.model.tokenizer();
-        // hands out one sampled token; Some(reason) when generation ends with it
-        let mut emit = |id: u32, history: &mut Vec<u32>, stats: &mut Outcome| {
-            stats.generated_tokens += 1;
-            if tok.is_eog(id) {
-                return Some(StopReason::EndOfGeneration);
-            }
-            history.push(id);
-            text.clear();
-            decoder.push_into(tok, id, &mut text);
-            if on_token(Token { id, text: &text }).is_break() {
-                return Some(StopReason::Cancelled);
-            }
-            if history.len() > n_ctx {
-                // the token has no position left
-                return Some(StopReason::ContextFull);
-            }
-            (stats.generated_tokens >= max_tokens).then_some(StopReason::Length)
-        };
-        let result = (|| -> Result<StopReason, D::Error> {
-            if max_tokens == 0 {
-                return Ok(StopReason::Length);
-            }
-            let first = sampler.sample(&mut self.logits, &history);
-            if let Some(stop) = emit(first, &mut history, &mut stats) {
+        let result = self.run(&mut gen, drafter, on_token);
+        let mut out = gen.outcome();
+        out.prompt_tokens = 0;
+        let (back, history) = gen.into_parts();
+        *sampler = back;
+        self.history = history;
+        out.stop = result?;
+        Ok(out)
+    }
+
+    /// Runs `gen` to its end on this context (see [`Self::step`]); returns why it ended.
+    pub fn run<D: Drafter + ?Sized>(
+        &mut self,
+        gen: &mut Generation,
+        mut drafter: Option<&mut D>,
+        mut on_token: impl FnMut(Token<'_>) -> ControlFlow<()>,
+    ) -> Result<StopReason, D::Error> {
+        loop {
+            if let Some(stop) = self.step(gen, drafter.as_deref_mut(), &mut on_token)? {
                 return Ok(stop);
             }
-            let mut draft = Draft::default();
-            let mut batch = Vec::new();
-            let mut row = Vec::new();
-            let mut out = Vec::new();
-            // the history a verification row sees: the text, then the drafts accepted so far
-            let mut seen = Vec::new();
-            loop {
-                // `history` ends with the pending token, at position `base`
-                let base = history.len() - 1;
-                draft.clear();
-                if let Some(d) = drafter.as_deref_mut() {
-                    // a draft of k tokens needs positions base+1..=base+k, and at most
-                    // one token more than the draft's can be emitted
-                    let limit = (n_ctx - base - 1).min(max_tokens - stats.generated_tokens - 1);
-                    if limit > 0 {
-                        d.draft(&history, limit, &mut draft)?;
-                        draft.truncate(limit);
-                    }
+        }
+    }
+
+    /// One step of `gen`, whose history is this context's tokens (then the first step
+    /// samples from the context's logits) or those and the token sampled last: evaluates
+    /// that token with the step's draft and hands each emitted token to `on_token` (a
+    /// `Break` ends the generation as cancelled). Once the generation ends, a last call
+    /// with [`Token::FLUSH`] hands over the text it held back, and the reason is returned.
+    pub fn step<D: Drafter + ?Sized>(
+        &mut self,
+        gen: &mut Generation,
+        drafter: Option<&mut D>,
+        on_token: &mut impl FnMut(Token<'_>) -> ControlFlow<()>,
+    ) -> Result<Option<StopReason>, D::Error> {
+        let tok = self.model.tokenizer();
+        let mut deliver = |gen: &mut Generation, logits: &mut [f32]| {
+            if let Some(t) = gen.on_logits(logits, tok) {
+                let t = Token {
+                    id: t.id,
+                    text: t.text,
+                };
+                if on_token(t).is_break() {
+                    gen.cancel();
                 }
+            }
+        };
+        let base = self.tokens().len();
+        if gen.stop().is_none() {
+            if gen.history().len() == base {
+                // the first token, from the logits of the prompt's last
+                deliver(gen, &mut self.logits);
+            } else {
+                let pending = gen.history()[base];
+                let draft = gen.prepare_draft(usize::MAX, |history, room, out| match drafter {
+                    Some(d) => d.draft(history, room, out),
+                    None => Ok(()),
+                })?;
                 if draft.is_empty() {
-                    // plain decoding: the pending token, then one more
-                    self.feed(&history[base..])?;
-                    let id = sampler.sample(&mut self.logits, &history);
-                    match emit(id, &mut history, &mut stats) {
-                        Some(stop) => return Ok(stop),
-                        None => continue,
-                    }
-                }
-                out.clear();
-                {
+                    self.feed(&[pending])?;
+                    gen.begin_verify(0);
+                    deliver(gen, &mut self.logits);
+                    gen.end_verify();
+                } else {
+                    let mut batch = core::mem::take(&mut self.batch);
+                    let mut row = core::mem::take(&mut self.row);
                     batch.clear();
-                    batch.push(history[base]);
-                    batch.extend_from_slice(&draft.tokens);
-                    stats.drafted += draft.len();
-                    stats.verify_steps += 1;
-                    let mut decided = false;
-                    seen.clear();
-                    seen.extend_from_slice(&history);
-                    self.feed_each(&batch, |i, logits| {
-                        if decided {
-                            return;
-                        }
+                    batch.push(pending);
+                    batch.extend_from_slice(draft);
+                    gen.begin_verify(batch.len() - 1);
+                    let fed = self.feed_each(&batch, |_, logits| {
                         row.clear();
                         row.extend_from_slice(logits);
-                        if i == draft.len() {
-                            // every drafted token stood: one more from the last position
-                            out.push(sampler.sample(&mut row, &seen));
-                            decided = true;
-                            return;
-                        }
-                        let x = draft.tokens[i];
-                        match sampler.verify(&mut row, &seen, x, draft.dist(i)) {
-                            Verdict::Accept => {
-                                out.push(x);
-                                seen.push(x);
-                            }
-                            Verdict::Reject(r) => {
-                                out.push(r);
-                                decided = true;
-                            }
-                        }
-                    })?;
-                    stats.accepted += out.len() - 1;
+                        deliver(gen, &mut row);
+                    });
+                    self.batch = batch;
+                    self.row = row;
+                    fed?;
+                    // the cache keeps the pending token and the accepted drafted ones
+                    let kept = gen.end_verify();
+                    self.truncate(base + kept);
                 }
-                // the cache keeps the pending token and the accepted drafted ones
-                let accepted = out.len() - 1;
-                for (j, &id) in out.iter().enumerate() {
-                    if let Some(stop) = emit(id, &mut history, &mut stats) {
-                        // as without a draft, the token that ends generation is not kept
-                        self.truncate(base + 1 + j.min(accepted));
-                        return Ok(stop);
-                    }
-                }
-                self.truncate(base + 1 + accepted);
             }
-        })();
-        text.clear();
-        decoder.flush_into(&mut text);
-        if result.is_ok() && !text.is_empty() {
+        }
+        let Some(stop) = gen.stop() else {
+            return Ok(None);
+        };
+        let rest = gen.take_rest();
+        if !rest.is_empty() {
             let _ = on_token(Token {
                 id: Token::FLUSH,
-                text: &text,
+                text: rest,
             });
         }
-        self.history = history;
-        self.text = text;
-        self.decoder = decoder;
-        stats.stop = result?;
-        Ok(stats)
+        Ok(Some(stop))
     }
 }

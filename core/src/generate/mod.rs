@@ -29,14 +29,22 @@
 //! # Ok(()) }
 //! ```
 
+mod constraint;
 mod context;
 mod decode;
 mod draft;
+mod generation;
+mod logprobs;
 mod memory;
 mod model;
+mod stop;
 
+pub use constraint::Constraint;
 pub use context::{Context, ContextOptions, DEFAULT_BATCH};
-pub use decode::{NoDrafter, Outcome, StopReason, Token};
+pub use decode::{common_prefix, NoDrafter, Outcome, StopReason, Token};
 pub use draft::{Draft, Drafter};
+pub use generation::{Emitted, GenerateParams, Generation};
+pub use logprobs::{log_softmax_top, TokenLogprob, MAX_TOP_LOGPROBS};
 pub use memory::MemoryPlan;
 pub use model::Model;
+pub use stop::StopStrings;

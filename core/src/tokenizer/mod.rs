@@ -308,6 +308,11 @@ impl Tokenizer {
         self.eog.binary_search(&id).is_ok()
     }
 
+    /// The tokens that end generation, in ascending order.
+    pub fn eog_tokens(&self) -> &[u32] {
+        &self.eog
+    }
+
     pub fn is_control(&self, id: u32) -> bool {
         self.vocab.token_type(id) == TokenType::Control
     }

@@ -316,7 +316,6 @@ impl<'e> Scheduler<'e> {
         if !self.step.is_empty() {
             let e = self.engine;
             let tok = e.tokenizer();
-            let n_ctx = self.pool.n_ctx();
             let (active, owner) = (&mut self.active, &self.owner);
             let result = forward(
                 e.weights(),
@@ -325,7 +324,7 @@ impl<'e> Scheduler<'e> {
                 e.kernels(),
                 e.parallel(),
                 &self.step,
-                |i, logits| active[owner[i]].on_logits(logits, tok, n_ctx),
+                |i, logits| active[owner[i]].on_logits(logits, tok),
             );
             match result {
                 Ok(()) => {
@@ -436,7 +435,7 @@ impl<'e> Scheduler<'e> {
             };
             let prompt = &front.request.prompt;
             let pending = self.active.iter().any(|a| {
-                let shared = shared_blocks(prompt, &a.history[..a.prompt_len]) * BLOCK;
+                let shared = shared_blocks(prompt, &a.history()[..a.prompt_len()]) * BLOCK;
                 a.prompt_left() > 0 && a.fed < shared
             });
             if pending {
@@ -472,7 +471,9 @@ impl<'e> Scheduler<'e> {
                 .pool
                 .reuse_prefix(seq, &sub.request.prompt)
                 .unwrap_or(0);
-            let mut a = Active::new(sub, seq, cached, sampler, drafter);
+            let tok = self.engine.tokenizer();
+            let n_ctx = self.pool.n_ctx();
+            let mut a = Active::new(sub, seq, cached, sampler, drafter, tok, n_ctx);
             // what the prefix cache gave the target, the draft evaluates now
             if cached > 0 {
                 a.follow_prompt();
@@ -488,7 +489,6 @@ impl<'e> Scheduler<'e> {
         self.owner.clear();
         let mut budget = self.n_batch;
         let mut decoded = 0;
-        let n_ctx = self.pool.n_ctx();
         let mut left = self
             .active
             .iter()
@@ -502,7 +502,7 @@ impl<'e> Scheduler<'e> {
             // decode tokens leave; without room in the pool for the draft it decodes plainly
             span.clear();
             span.push(t);
-            span.extend_from_slice(a.draft(budget.saturating_sub(left + 1), n_ctx));
+            span.extend_from_slice(a.draft(budget.saturating_sub(left + 1)));
             if span.len() > 1 && self.pool.reserve(a.seq, span.len()).is_err() {
                 span.truncate(1);
             }
@@ -544,7 +544,7 @@ impl<'e> Scheduler<'e> {
                     continue;
                 }
             }
-            let chunk = &a.history[a.fed..a.fed + n];
+            let chunk = &a.history()[a.fed..a.fed + n];
             let logits = if n == a.prompt_left() {
                 Logits::Last
             } else {

@@ -48,8 +48,7 @@ pub struct Lookup {
     pub draft_max: usize,
 }
 
-/// The most alternatives a request may ask log-probabilities of.
-pub const MAX_TOP_LOGPROBS: usize = 20;
+pub use superinfer_core::generate::{TokenLogprob, MAX_TOP_LOGPROBS};
 
 /// The longest n-gram prompt lookup matches, and the longest draft it may verify in a step.
 pub const MAX_LOOKUP_NGRAM: usize = 16;
@@ -185,15 +184,6 @@ pub struct Completion {
 /// The id of a [`Event::Token`] that carries only text held back until the end of a request
 /// (no token of its own).
 pub const TEXT_ONLY: u32 = u32::MAX;
-
-/// A generated token's log-probability under the model (before any sampling transform),
-/// and the most likely tokens at its position.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TokenLogprob {
-    pub logprob: f32,
-    /// Most likely first (as many as the request asked for).
-    pub top: Vec<(u32, f32)>,
-}
 
 /// What a request's stream carries, in order: tokens, then one `Done` or `Error`.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use superinfer_core::generate::Context;
+use superinfer_core::generate::{Context, GenerateParams};
 use superinfer_core::sampler::Sampler;
 
 use super::{GenerateStats, Session, TokenEvent};
@@ -21,17 +21,24 @@ impl Session<'_> {
         sampler: &mut Sampler,
         on_token: impl FnMut(TokenEvent<'_>) -> ControlFlow<()>,
     ) -> Result<GenerateStats, Error> {
-        self.generate_with(prompt, max_tokens, sampler, None, on_token)
+        self.generate_with(
+            prompt,
+            &GenerateParams::from(max_tokens),
+            sampler,
+            None,
+            on_token,
+        )
     }
 
-    /// [`Self::generate`] with speculative decoding when `drafter` is given: the drafter
+    /// [`Self::generate`] by the rules of `params` (`max_tokens`, stop strings,
+    /// `ignore_eos`), with speculative decoding when `drafter` is given: the drafter
     /// proposes tokens, the target verifies them in one step per round. The stream of tokens
     /// handed to `on_token` is the same as without it for a greedy sampler, and has the
     /// same distribution for any other.
     pub fn generate_with<'d>(
         &mut self,
         prompt: &[u32],
-        max_tokens: usize,
+        params: &GenerateParams,
         sampler: &mut Sampler,
         mut drafter: Option<&mut DynDrafter<'d>>,
         on_token: impl FnMut(TokenEvent<'_>) -> ControlFlow<()>,
@@ -49,7 +56,7 @@ impl Session<'_> {
         }
         let prompt_time = t0.elapsed();
         let t1 = Instant::now();
-        let out = ctx.decode(max_tokens, sampler, drafter, on_token)?;
+        let out = ctx.decode(params, sampler, drafter, on_token)?;
         Ok(GenerateStats::new(
             &out,
             prompt.len(),

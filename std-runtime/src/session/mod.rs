@@ -137,6 +137,12 @@ impl<'e> Session<'e> {
         self.ctx.truncate(n);
     }
 
+    /// Keeps the longest prefix of `tokens` the cache holds, but never all of it (the last
+    /// token runs again for its logits); returns how many were kept: feed `tokens[kept..]`.
+    pub fn keep_prefix(&mut self, tokens: &[u32]) -> usize {
+        self.ctx.keep_prefix(tokens)
+    }
+
     /// Scores only the first `rows` tokens of the vocabulary from the next token on
     /// (`None`: all), the others' logits -∞: a draft model's cheaper output layer.
     pub fn limit_logits(&mut self, rows: Option<usize>) {

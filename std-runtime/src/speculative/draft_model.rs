@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use superinfer_core::generate::common_prefix;
 use superinfer_core::sampler::{Sampler, SamplerConfig};
 
 use super::costs::DraftCosts;
@@ -152,17 +153,13 @@ impl<'d> DraftModel<'d> {
 
     /// Tokens at the start of `tokens` the draft's cache holds already.
     pub fn shared_prefix(&self, tokens: &[u32]) -> usize {
-        let have = self.session.tokens();
-        have.iter().zip(tokens).take_while(|(a, b)| a == b).count()
+        common_prefix(self.session.tokens(), tokens)
     }
 
     /// Brings the draft's cache to `tokens` (its logits are then those after the last one).
     fn sync(&mut self, tokens: &[u32]) -> Result<(), Error> {
-        let have = self.session.tokens();
-        let common = have.iter().zip(tokens).take_while(|(a, b)| a == b).count();
         // the last token runs again when nothing is new: its logits are needed
-        let keep = common.min(tokens.len().saturating_sub(1));
-        self.session.truncate(keep);
+        let keep = self.session.keep_prefix(tokens);
         self.session.feed(&tokens[keep..])
     }
 }

@@ -251,7 +251,7 @@ export class Engine {
           for (;;) {
             while (queue.length) {
               const c = queue.shift();
-              const tokenIds = c.id === null ? [] : [c.id];
+              const tokenIds = c.ids ?? (c.id === null ? [] : [c.id]);
               if (chat) {
                 yield wrap({ delta: first ? { role: 'assistant', content: c.text } : { content: c.text }, token_ids: tokenIds, finish_reason: null });
               } else {

@@ -222,7 +222,7 @@ export class WasmCore {
     return this.check(this.exports.si_prefill(n));
   }
 
-  /** {id, text, finish} */
+  /** {id, ids, text, finish, generated} */
   next() {
     this.check(this.exports.si_next());
     return JSON.parse(this.resultText());

@@ -182,8 +182,8 @@ async function generate({ id, request }) {
   let generated = 0;
   while (!finish) {
     const t = core.next();
-    if (t.id !== null) generated++;
-    if (t.text || t.id !== null) post({ text: t.text, id: t.id });
+    generated = t.generated;
+    if (t.text || t.ids.length) post({ text: t.text, id: t.id, ids: t.ids });
     if (t.finish) { finish = t.finish; break; }
     await yieldNow();
     if (aborted.has(id)) finish = 'abort';

@@ -3,7 +3,7 @@
 // tests/tests/llamacpp_fixtures.rs defines them).
 
 import { readFileSync, existsSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 export const TIE = 0.05;
@@ -68,6 +68,24 @@ export function nativeRun(modelPath, prompt, n) {
   });
   // `run` ends its output with a newline of its own
   return out.endsWith('\n') ? out.slice(0, -1) : out;
+}
+
+/**
+ * Native `superinfer run` greedy on `prompt` with extra flags: {text, stop, generated} (the
+ * stop reason and the tokens sampled as its stderr reports them).
+ */
+export function nativeRunWith(modelPath, prompt, flags) {
+  const r = spawnSync(env('SUPERINFER_BIN'), ['run', '-m', modelPath, '-p', prompt, '--temp', '0', '-t', '2', ...flags], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
+  if (r.status !== 0) throw new Error(`superinfer run failed: ${r.stderr}`);
+  const out = r.stdout;
+  return {
+    text: out.endsWith('\n') ? out.slice(0, -1) : out,
+    stop: /stop: (\w+)/.exec(r.stderr)[1],
+    generated: Number(/generation: (\d+) tokens/.exec(r.stderr)[1]),
+  };
 }
 
 /**

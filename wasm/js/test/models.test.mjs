@@ -8,7 +8,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from 'superinfer';
-import { env, fixture, nativeRun, divergence, collect, MODELS, expectedBuild } from './helpers.mjs';
+import { env, fixture, nativeRun, nativeRunWith, divergence, collect, MODELS, expectedBuild } from './helpers.mjs';
 
 for (const name of Object.keys(MODELS)) {
   describe(name, () => {
@@ -93,6 +93,49 @@ for (const name of Object.keys(MODELS)) {
       assert.ok(text.length > 0);
       // BOS is added unless the rendered text already begins with it (Gemma's template writes it)
       assert.equal(last.usage.prompt_tokens, (await engine.tokenize(prompt, { addSpecial: !prompt.startsWith('<bos>') })).length);
+    });
+
+    test('ignoreEos, stop strings and maxTokens follow the rules of native run', async () => {
+      let prompt = await engine.applyChatTemplate([{ role: 'user', content: 'What is 2+2? One word.' }]);
+      if (prompt.startsWith('<bos>')) prompt = prompt.slice('<bos>'.length); // both add BOS
+      const ask = async (opts) => {
+        const { tokens, last } = await collect(engine.complete(prompt, { temperature: 0, ...opts }));
+        return { tokens, text: tokens.map((t) => t.text).join(''), finish: last.choices[0].finish_reason, generated: last.usage.completion_tokens };
+      };
+      // the model's own end: an end-of-generation token, not in the text, counted as generated
+      const ends = await ask({ maxTokens: 48 });
+      const nativeEnds = nativeRunWith(path(), prompt, ['-n', '48']);
+      assert.equal(ends.finish, 'stop');
+      assert.equal(nativeEnds.stop, 'EndOfGeneration');
+      assert.equal(ends.text, nativeEnds.text);
+      assert.equal(ends.generated, nativeEnds.generated);
+      assert.equal(ends.generated, ends.tokens.filter((t) => t.id !== null).length + 1);
+      // ignoreEos masks it: the answer goes on to maxTokens from where the model ended
+      const longer = await ask({ maxTokens: 32, ignoreEos: true });
+      assert.equal(longer.finish, 'length');
+      assert.equal(longer.generated, 32);
+      assert.ok(longer.text.startsWith(ends.text) && longer.text.length > ends.text.length);
+      const nativeLonger = nativeRunWith(path(), prompt, ['-n', '32', '--ignore-eos']);
+      assert.equal(nativeLonger.stop, 'Length');
+      // past the model's end the text is the model's least likely choices: wasm and native
+      // kernels round differently and may part at a near-tie there, but not at once
+      let same = 0;
+      while (same < longer.text.length && longer.text[same] === nativeLonger.text[same]) same++;
+      assert.ok(same > ends.text.length, `wasm ${JSON.stringify(longer.text)} native ${JSON.stringify(nativeLonger.text)}`);
+      // a stop string that only the text past the model's end contains cuts it there
+      let stop = null;
+      for (let i = ends.text.length + 1; i + 3 <= longer.text.length && stop === null; i++) {
+        const s = longer.text.slice(i, i + 3);
+        if (longer.text.indexOf(s) > ends.text.length) stop = s;
+      }
+      assert.ok(stop !== null, longer.text);
+      const cut = await ask({ maxTokens: 32, ignoreEos: true, stop: ['never here', stop] });
+      assert.equal(cut.finish, 'stop');
+      assert.equal(cut.text, longer.text.slice(0, longer.text.indexOf(stop)), JSON.stringify(stop));
+      if (longer.text === nativeLonger.text) {
+        const nativeCut = nativeRunWith(path(), prompt, ['-n', '32', '--ignore-eos', '--stop', stop]);
+        assert.deepEqual([nativeCut.stop, nativeCut.text, nativeCut.generated], ['StopSequence', cut.text, cut.generated]);
+      }
     });
 
     test('an abort ends the stream within one token, and the engine goes on', async () => {
