@@ -43,7 +43,7 @@ def corpus():
         "ALLCAPS lowercase MiXeD CamelCaseWord snake_case_word kebab-case-word",
         "The quick brown fox jumps over the lazy dog. " * 8,
     ]
-    gpl = (Path(__file__).resolve().parent.parent.parent / "shared/fixtures/texts/gpl-3.txt")
+    gpl = ROOT / "tests/fixtures/texts/gpl-3.txt"
     if gpl.exists():
         paras = gpl.read_text().split("\n\n")
         texts += paras[:40]

@@ -22,7 +22,7 @@ fi
 models=$(scripts/fetch-models.sh qwen2.5-0.5b gemma3-270m)
 export SUPERINFER_QWEN=$(awk '$1 == "qwen2.5-0.5b" {print $2}' <<<"$models")
 export SUPERINFER_GEMMA=$(awk '$1 == "gemma3-270m" {print $2}' <<<"$models")
-export SUPERINFER_FIXTURES=${SUPERINFER_FIXTURES:-$root/../shared/fixtures}
+export SUPERINFER_FIXTURES=${SUPERINFER_FIXTURES:-$root/tests/fixtures}
 
 export SUPERINFER_BIN=$root/target/release/superinfer
 if [ ! -x "$SUPERINFER_BIN" ]; then

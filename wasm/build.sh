@@ -83,7 +83,7 @@ for row in "${variants[@]}"; do
     listing+="  { name: '$name', file: '$name.wasm', threads: $([ "$threaded" = yes ] && echo true || echo false), relaxedSimd: $relaxed },"$'\n'
     echo "wasm/pkg: $name.wasm $(stat -c %s "pkg/$name.wasm") bytes"
 done
-cp js/src/*.js js/src/*.d.ts js/package.json README.md pkg/
+cp js/src/*.js js/src/*.d.ts js/package.json README.md ../LICENSE-MIT ../LICENSE-APACHE pkg/
 {
     echo "// Written by wasm/build.sh from its table: the engine builds in this package."
     echo "export const VARIANTS = ["

@@ -1,9 +1,10 @@
 //! superinfer-core: everything needed to run a GGUF language model, with no I/O, no threads
 //! and no CPU detection. Frontends (std-runtime, wasm) bring bytes, threads and `CpuFeatures`.
 //!
-//! Data flow: bytes -> [`gguf::GgufFile`] (zero-copy views) -> [`model::Weights`] ->
-//! [`model::State`] (scratch + KV cache) -> [`model::forward`] (through [`kernels::Kernels`])
-//! -> logits -> [`sampler`] -> token -> [`tokenizer`] -> text.
+//! Data flow: bytes -> [`gguf::GgufFile`] (zero-copy views) -> [`model::Weights`] -> a
+//! [`model::Step`] over a [`model::KvPool`] (the KV cache) and a [`model::Scratch`] ->
+//! [`model::forward`] (through [`kernels::Kernels`]) -> logits -> [`sampler`] -> token ->
+//! [`tokenizer`] -> text. [`generate`] drives it for one conversation.
 #![no_std]
 #![forbid(unsafe_op_in_unsafe_fn)]
 

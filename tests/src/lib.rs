@@ -4,7 +4,7 @@
 pub mod reference;
 pub mod synth;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use superinfer_runtime as runtime;
 
@@ -31,11 +31,35 @@ pub fn models_dir() -> PathBuf {
     }
 }
 
-/// `$SUPERINFER_FIXTURES`, else `shared/fixtures` beside the checkout.
+/// `$SUPERINFER_FIXTURES`, else `tests/fixtures` in this repository (llama.cpp's reference
+/// outputs; how they were made: `tests/fixtures/README.md`). The default must resolve inside
+/// the repository (a symlink to elsewhere panics): a clone's tests read only the clone.
 pub fn fixtures_dir() -> PathBuf {
-    match std::env::var_os("SUPERINFER_FIXTURES") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures"),
+    if let Some(d) = std::env::var_os("SUPERINFER_FIXTURES") {
+        return PathBuf::from(d);
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = manifest.join("fixtures");
+    let inside = |p: &Path| {
+        let repo = manifest.parent().and_then(|r| r.canonicalize().ok());
+        match (p.canonicalize(), repo) {
+            (Ok(p), Some(repo)) => Some(p.starts_with(repo)),
+            _ => None,
+        }
+    };
+    match inside(&dir) {
+        Some(true) => dir,
+        Some(false) => panic!(
+            "the fixture dir {} resolves outside the repository: the tests read only files of \
+             the clone; put the fixtures back in tests/fixtures (git checkout tests/fixtures) or \
+             set SUPERINFER_FIXTURES to use others on purpose",
+            dir.display()
+        ),
+        None => panic!(
+            "the fixture dir {} is missing: it is part of the repository \
+             (git checkout tests/fixtures), or set SUPERINFER_FIXTURES",
+            dir.display()
+        ),
     }
 }
 

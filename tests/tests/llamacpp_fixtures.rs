@@ -1,5 +1,5 @@
 //! Agreement with llama.cpp (0.3.36-vendored, F16 KV cache) on the real models, using the
-//! reference outputs in shared/fixtures: tokenization, teacher-forced next-token
+//! reference outputs in tests/fixtures: tokenization, teacher-forced next-token
 //! distributions and greedy continuations.
 
 use std::ops::ControlFlow;

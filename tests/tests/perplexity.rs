@@ -1,4 +1,4 @@
-//! Perplexity against llama-perplexity's values in shared/fixtures (`-c 512` over the GPL-3
+//! Perplexity against llama-perplexity's values in tests/fixtures (`-c 512` over the GPL-3
 //! text), and the method itself on a synthetic model.
 
 use superinfer_runtime::core::ops::attention::KvType;

@@ -63,7 +63,7 @@ unsafe fn input<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 }
 
 /// # Safety
-/// As [`input`].
+/// As `input`.
 unsafe fn json(ptr: *const u8, len: usize) -> Result<Value> {
     if len == 0 {
         return Ok(Value::Null);
@@ -74,7 +74,7 @@ unsafe fn json(ptr: *const u8, len: usize) -> Result<Value> {
 }
 
 /// # Safety
-/// As [`input`].
+/// As `input`.
 unsafe fn text<'a>(ptr: *const u8, len: usize) -> Result<&'a str> {
     // SAFETY: the caller's contract.
     core::str::from_utf8(unsafe { input(ptr, len) })
@@ -134,7 +134,7 @@ pub extern "C" fn si_model_alloc(size: usize) -> usize {
 /// ranges, or the shards of a split model); each part's place is `si_model_place`'s.
 ///
 /// # Safety
-/// As [`input`].
+/// As `input`.
 #[no_mangle]
 pub unsafe extern "C" fn si_model_alloc_parts(ptr: *const u8, len: usize) -> usize {
     alloc_parts(|| {
@@ -186,7 +186,7 @@ pub extern "C" fn si_model_place(i: usize) -> f64 {
 /// large for wasm32, shards missing or out of order...).
 ///
 /// # Safety
-/// `opts_ptr`/`opts_len` as [`input`] (the load options as JSON: `n_ctx`, `n_batch`).
+/// `opts_ptr`/`opts_len` as `input` (the load options as JSON: `n_ctx`, `n_batch`).
 #[no_mangle]
 pub unsafe extern "C" fn si_model_probe(
     loaded: usize,
@@ -249,7 +249,7 @@ pub extern "C" fn si_model_free() {
 /// Token ids of a text, as a JSON array.
 ///
 /// # Safety
-/// As [`input`].
+/// As `input`.
 #[no_mangle]
 pub unsafe extern "C" fn si_tokenize(
     ptr: *const u8,
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn si_tokenize(
 /// The text of token ids given as a JSON array.
 ///
 /// # Safety
-/// As [`input`].
+/// As `input`.
 #[no_mangle]
 pub unsafe extern "C" fn si_detokenize(ptr: *const u8, len: usize, special: i32) -> i32 {
     call(1, |s| {
@@ -287,7 +287,7 @@ pub unsafe extern "C" fn si_detokenize(ptr: *const u8, len: usize, special: i32)
 /// The prompt text of a conversation (a JSON array of messages) under the chat template.
 ///
 /// # Safety
-/// As [`input`].
+/// As `input`.
 #[no_mangle]
 pub unsafe extern "C" fn si_render_chat(ptr: *const u8, len: usize) -> i32 {
     call(1, |s| {
@@ -301,7 +301,7 @@ pub unsafe extern "C" fn si_render_chat(ptr: *const u8, len: usize) -> i32 {
 /// `{prompt_tokens, cached_tokens}`.
 ///
 /// # Safety
-/// As [`input`].
+/// As `input`.
 #[no_mangle]
 pub unsafe extern "C" fn si_begin(ptr: *const u8, len: usize) -> i32 {
     call(1, |s| {

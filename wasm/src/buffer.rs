@@ -3,12 +3,12 @@
 //! then borrows for the engine's lifetime. There is no other copy of the weights, on either
 //! side.
 //!
-//! The model may come in parts, placed one after the other as they stream ([`Self::place`]):
+//! The model may come in parts, placed one after the other as they stream ([`ModelBuffer::place`]):
 //! the byte ranges of one file, back to back, or the shards of a model split with llama.cpp's
 //! `gguf-split` (each a whole GGUF file), each starting at a multiple of [`ALIGN`] so that its
 //! tensors are aligned as in a file of its own. Which of the two is decided before the
 //! second part is placed: the probe of the first part's header finds the split keys
-//! ([`Self::set_shards`]), or the parts are byte ranges. The allocation keeps room for that
+//! ([`ModelBuffer::set_shards`]), or the parts are byte ranges. The allocation keeps room for that
 //! alignment padding (less than [`ALIGN`] bytes a part).
 
 use std::alloc::{alloc_zeroed, dealloc, Layout as AllocLayout};

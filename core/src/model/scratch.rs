@@ -123,7 +123,7 @@ impl Scratch {
     /// [`Self::reserve`]) with `workers` attention workers: activations of `cap` tokens (of
     /// one when `cap` is 1), the quantized activations of one token and of `cap`, the
     /// attention buffers, the RoPE tables, and the logits rows (one, or up to
-    /// [`LOGIT_ROWS`]).
+    /// `LOGIT_ROWS`).
     pub fn bytes_for(w: &Weights<'_>, cap: usize, workers: usize) -> usize {
         let c = &w.config;
         let cap = cap.max(1);

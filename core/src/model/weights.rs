@@ -155,7 +155,7 @@ impl<'a> Weights<'a> {
     }
 
     /// The arena [`Self::interleave_into`] needs: every matrix it repacks, each starting on
-    /// a cache line ([`ARENA_ALIGN`]).
+    /// a cache line (`ARENA_ALIGN`).
     pub fn interleaved_size(&self, k: &Kernels) -> usize {
         self.matrices()
             .filter(|m| m.can_interleave(k))

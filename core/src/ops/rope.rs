@@ -3,9 +3,9 @@
 /// How the rotated pairs are laid out in a head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RopeStyle {
-    /// Adjacent pairs (x[2i], x[2i+1]) — llama, mistral.
+    /// Adjacent pairs (`x[2i]`, `x[2i+1]`) — llama, mistral.
     Normal,
-    /// Split halves (x[i], x[i + d/2]) — qwen2, gemma3, qwen3 (GPT-NeoX).
+    /// Split halves (`x[i]`, `x[i + d/2]`) — qwen2, gemma3, qwen3 (GPT-NeoX).
     Neox,
 }
 

@@ -198,7 +198,7 @@ impl Sampler {
     }
 
     /// The target's side of speculative sampling: this sampler's distribution for `logits`
-    /// (see [`Self::distribution`]), then [`crate::speculative::verify`] of drafted token
+    /// (see [`Self::distribution`]), then [`crate::speculative::verify()`] of drafted token
     /// `x`, which the draft drew from `q` (`None`: chosen deterministically).
     pub fn verify(
         &mut self,

@@ -20,6 +20,24 @@
 //! There is no thread per request: the caller drives [`Scheduler::step`] (or
 //! [`Scheduler::run`] on a thread of its own) and the engine's thread pool works inside each
 //! step.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use superinfer_runtime::scheduler::Request;
+//! use superinfer_runtime::{Engine, EngineOptions, Scheduler, SchedulerOptions};
+//!
+//! let engine = Engine::load("model.gguf".as_ref(), &EngineOptions::default())?;
+//! let opts = SchedulerOptions { n_parallel: 8, ..Default::default() };
+//! let mut sched = Scheduler::new(&engine, &opts)?;
+//! let prompt = engine.tokenizer().encode("The capital of France is", true, true)?;
+//! let handle = sched.submit(Request::greedy(prompt, 32))?; // from any thread: sched.client()
+//! sched.run_until_idle()?; // or sched.run(&stop) on a thread
+//! let (ids, text, done) = handle.wait()?;
+//! # let _ = (ids, text, done);
+//! # Ok(()) }
+//! ```
+//!
+//! (`docs/usage.md` shows the same; `examples/batch.rs` is a runnable version.)
 
 mod active;
 mod request;

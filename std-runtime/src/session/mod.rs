@@ -154,7 +154,7 @@ impl<'e> Session<'e> {
         self.ctx.logits()
     }
 
-    /// Evaluates `tokens` after the current history, in micro-batches of [`UBATCH`] tokens as
+    /// Evaluates `tokens` after the current history, in micro-batches of `UBATCH` tokens as
     /// llama.cpp does; afterwards `logits()` belongs to the last.
     pub fn feed(&mut self, tokens: &[u32]) -> Result<(), Error> {
         Ok(self.ctx.feed(tokens)?)

@@ -64,7 +64,7 @@ pub struct DraftOptions {
     /// At least this many, whatever their probability (unless the limit is lower).
     pub min: usize,
     /// Stop drafting when the draft's most likely token has a lower probability. That token
-    /// still ends the draft when its probability is at least [`LAST_TOKEN_FLOOR`] × `p_min`
+    /// still ends the draft when its probability is at least `LAST_TOKEN_FLOOR` × `p_min`
     /// (llama.cpp drops it): the draft has computed it already, and the target checks one
     /// more row of a batch for little more than the cost of the batch.
     pub p_min: f32,

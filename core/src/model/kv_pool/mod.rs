@@ -9,7 +9,7 @@
 //! it is shared ([`KvPool::fork`], rollback).
 //!
 //! Keys and values are stored as F32, F16 or Q8_0 ([`KvType`]); quantized caches get
-//! llama.cpp's Hadamard rotation and our centring ([`centre`]) as before.
+//! llama.cpp's Hadamard rotation and our centring (`centre.rs`) as before.
 
 pub mod blocks;
 mod centre;
