@@ -14,6 +14,9 @@ use alloc::vec::Vec;
 use crate::error::{Error, Result};
 pub use rng::Rng;
 
+/// The most alternatives a request may ask log-probabilities of (OpenAI's limit).
+pub const MAX_TOP_LOGPROBS: usize = 20;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SamplerConfig {
     /// <= 0: greedy.

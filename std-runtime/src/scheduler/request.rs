@@ -48,8 +48,7 @@ pub struct Lookup {
     pub draft_max: usize,
 }
 
-/// The most alternatives a request may ask log-probabilities of.
-pub const MAX_TOP_LOGPROBS: usize = 20;
+pub use superinfer_core::sampler::MAX_TOP_LOGPROBS;
 
 /// The longest n-gram prompt lookup matches, and the longest draft it may verify in a step.
 pub const MAX_LOOKUP_NGRAM: usize = 16;
