@@ -182,6 +182,13 @@ test('request fields are checked as the server checks them: a wrong type is refu
     const b = await collect(engine.complete(ids, { temperature: 0, maxTokens: 4, ignoreEos: false }));
     assert.equal(a.tokens.length, 4);
     assert.deepEqual(b.tokens.map((t) => t.id), a.tokens.map((t) => t.id));
+    // a chat: text parts joined as the server joins them, `developer` taken as `system`
+    const msgs = [{ role: 'developer', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Hi' }, { type: 'text', text: 'there' }] }];
+    const rendered = await engine.applyChatTemplate(msgs);
+    assert.match(rendered, /Be brief\.\n\nHi\nthere<end_of_turn>\n<start_of_turn>model\n$/);
+    const c = await collect(engine.chat(msgs, { temperature: 0, maxTokens: 2, ignoreEos: true }));
+    assert.equal(c.tokens.length, 2);
+    assert.equal(c.last.usage.prompt_tokens, (await engine.tokenize(rendered, { addSpecial: !rendered.startsWith('<bos>') })).length);
   } finally {
     await engine.dispose();
   }
