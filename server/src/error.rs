@@ -88,6 +88,16 @@ impl ApiError {
     }
 }
 
+/// A request field that is wrong (`superinfer-api`): a 400 with its `param` and `code`.
+impl From<superinfer_api::Error> for ApiError {
+    fn from(e: superinfer_api::Error) -> ApiError {
+        ApiError {
+            param: e.param,
+            ..ApiError::invalid(e.message).with_code(e.code)
+        }
+    }
+}
+
 impl From<RequestError> for ApiError {
     fn from(e: RequestError) -> ApiError {
         let msg = e.to_string();

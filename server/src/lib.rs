@@ -33,7 +33,6 @@ use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
 
 pub use error::ApiError;
-pub use state::chat_template;
 use state::{AppState, EngineSetup};
 
 #[derive(Debug, Clone)]

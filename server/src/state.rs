@@ -2,14 +2,14 @@
 //! scheduler's client and the chat template. The engine thread loads the model and then
 //! runs the scheduler until the server stops.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use superinfer_runtime::scheduler::{Client, Lookup};
 use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{Engine, EngineOptions, Scheduler, SchedulerOptions};
-use superinfer_template::{builtin_for, ChatTemplate};
+use superinfer_template::{choose, ChatTemplate, Override};
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -122,33 +122,21 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Str
 }
 
 /// The template from `--chat-template`, else the file's, else a built-in one for the
-/// architecture (with a notice).
-pub fn chat_template(
-    engine: &Engine,
-    file: Option<&std::path::Path>,
-) -> Result<ChatTemplate, String> {
+/// architecture (with a notice): [`superinfer_template::choose`].
+fn chat_template(engine: &Engine, file: Option<&Path>) -> Result<ChatTemplate, String> {
+    let over = file.map(Override::read).transpose().map_err(|e| e.0)?;
     let tok = engine.tokenizer();
     let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
-    let (bos, eos) = (text(tok.bos()), text(tok.eos()));
-    let (source, origin) = match file {
-        Some(f) => (
-            std::fs::read_to_string(f)
-                .map_err(|e| format!("--chat-template {}: {e}", f.display()))?,
-            format!("--chat-template {}", f.display()),
-        ),
-        None => match engine.chat_template() {
-            Some(t) => (t.to_string(), "the model file".to_string()),
-            None => {
-                eprintln!(
-                    "note: the model file has no chat template; using the built-in one for '{}' (set one with --chat-template FILE)",
-                    engine.arch_name()
-                );
-                (
-                    builtin_for(engine.arch_name()).to_string(),
-                    "built in".to_string(),
-                )
-            }
-        },
-    };
-    ChatTemplate::new(&source, &bos, &eos).map_err(|e| format!("chat template ({origin}): {e}"))
+    let (template, origin) = choose(
+        over,
+        engine.chat_template(),
+        engine.arch_name(),
+        &text(tok.bos()),
+        &text(tok.eos()),
+    )
+    .map_err(|e| e.0)?;
+    if let Some(note) = origin.note() {
+        eprintln!("note: {note}");
+    }
+    Ok(template)
 }

@@ -188,15 +188,10 @@ impl Engine {
         &self.arch_name
     }
 
-    /// The tokens of a prompt text: special tokens written in it are parsed, and BOS is
-    /// added when the model wants one and the text does not already begin with it (a
-    /// rendered chat template often does).
+    /// The tokens of a prompt text ([`Tokenizer::encode_prompt`]: special tokens parsed, BOS
+    /// added unless the text begins with it).
     pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>, Error> {
-        let tok = self.tokenizer();
-        let has_bos = tok
-            .bos()
-            .is_some_and(|b| !text.is_empty() && text.starts_with(&tok.token_text(b)));
-        tok.encode(text, !has_bos, true).map_err(Error::Core)
+        self.tokenizer().encode_prompt(text).map_err(Error::Core)
     }
 
     /// The context a session or sequence gets for a requested `n_ctx` (0: min(4096, the

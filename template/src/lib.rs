@@ -23,6 +23,7 @@
 //! ```
 
 mod builtin;
+mod choose;
 mod pyjson;
 mod time;
 
@@ -34,6 +35,7 @@ use minijinja::{Environment, ErrorKind};
 use serde::{Deserialize, Serialize};
 
 pub use builtin::{builtin_for, BUILTIN_CHATML, BUILTIN_GEMMA};
+pub use choose::{choose, Override, TemplateOrigin};
 
 /// One turn of a conversation, as the templates see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

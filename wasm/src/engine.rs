@@ -5,16 +5,17 @@
 
 use core::mem::ManuallyDrop;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use superinfer_api::{Endpoint, GenParams, Prompt};
 use superinfer_core::generate::{
     Context, ContextOptions, GenerateParams, Generation, Model, NoDrafter, StopReason, Token,
 };
 use superinfer_core::gguf::{keys, GgufFile};
 use superinfer_core::kernels::Kernels;
 use superinfer_core::parallel::Parallel;
-use superinfer_core::sampler::{Sampler, SamplerConfig};
+use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::Tokenizer;
-use superinfer_template::{builtin_for, ChatTemplate};
+use superinfer_template::{choose, ChatTemplate};
 
 use crate::buffer::{Layout, ModelBuffer};
 use crate::errors::{Failure, Result};
@@ -121,10 +122,14 @@ impl Engine {
         };
         let tok = model.tokenizer();
         let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
-        let source = file_template
-            .clone()
-            .unwrap_or_else(|| builtin_for(&arch).to_string());
-        let template = match ChatTemplate::new(&source, &text(tok.bos()), &text(tok.eos())) {
+        let chosen = choose(
+            None,
+            file_template.as_deref(),
+            &arch,
+            &text(tok.bos()),
+            &text(tok.eos()),
+        );
+        let (template, origin) = match chosen {
             Ok(t) => t,
             Err(e) => {
                 drop(ctx);
@@ -149,7 +154,7 @@ impl Engine {
             // this module's own build: the relaxed-simd kernels (core's kernels/wasm32/relaxed.rs)
             "relaxed_simd": cfg!(target_feature = "relaxed-simd"),
             "threads": par.threads(),
-            "chat_template": if file_template.is_some() { "model" } else { "builtin" },
+            "chat_template": origin.name(),
             "bos": tok.bos(),
             "eos": tok.eos(),
         });
@@ -193,55 +198,55 @@ impl Engine {
         }
     }
 
-    /// The prompt text of a conversation (`messages`: OpenAI's array of `{role, content}`),
-    /// rendered with the model's chat template, ending with the assistant's turn opening.
+    /// The prompt text of a conversation (`messages`: OpenAI's array of `{role, content}`,
+    /// checked as the server checks it), rendered with the model's chat template, ending with
+    /// the assistant's turn opening.
     pub fn render_chat(&self, messages: &Value) -> Result<String> {
-        if messages.as_array().is_none_or(|m| m.is_empty()) {
-            return Err(Failure::new(
-                "invalid_argument",
-                "messages must be a non-empty array of {role, content}",
-            ));
-        }
-        Ok(self.template.render_json(messages, true)?)
+        let body = Map::from_iter([("messages".to_string(), messages.clone())]);
+        self.render_messages(&body)
     }
 
-    /// Tokens of a prompt text: special tokens written in it are parsed, and BOS is added when
-    /// the model wants one and the text does not already begin with it (as `superinfer run`).
+    fn render_messages(&self, body: &Map<String, Value>) -> Result<String> {
+        let messages = superinfer_api::messages(body)?;
+        Ok(self.template.render_json(&messages, true)?)
+    }
+
+    /// Tokens of a prompt text ([`Tokenizer::encode_prompt`], as `superinfer run` and the
+    /// server encode it).
     pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>> {
-        let tok = self.tokenizer();
-        let has_bos = tok
-            .bos()
-            .is_some_and(|b| !text.is_empty() && text.starts_with(&tok.token_text(b)));
-        Ok(tok.encode(text, !has_bos, true)?)
+        Ok(self.tokenizer().encode_prompt(text)?)
     }
 
-    /// Starts a generation. `req`: `prompt` (text) | `tokens` | `messages`, `max_tokens`,
-    /// sampling (`temperature`, `top_k`, `top_p`, `min_p`, `repeat_penalty`,
-    /// `repeat_last_n`, `frequency_penalty`, `presence_penalty`, `seed`), `stop` and
-    /// `ignore_eos` (never sample an end-of-generation token, for benchmarks). The
-    /// cache keeps the longest prefix this prompt shares with the previous conversation.
+    /// Starts a generation. `req`: the fields of OpenAI's requests, parsed as the server
+    /// parses them (`superinfer-api`: a wrong type or value is a failure naming the field):
+    /// `messages` (a chat), else `prompt` (text or token ids); `max_tokens`, sampling
+    /// (`temperature`, `top_k`, `top_p`, `min_p`, `repeat_penalty`, `repeat_last_n`,
+    /// `frequency_penalty`, `presence_penalty`, `seed`), `stop` and `ignore_eos` (go on past
+    /// end-of-generation tokens, for benchmarks). The cache keeps the longest prefix this
+    /// prompt shares with the previous conversation.
     pub fn begin(&mut self, req: &Value) -> Result<Value> {
         self.gen = None;
-        let prompt = if let Some(m) = req.get("messages") {
-            let text = self.render_chat(m)?;
-            self.encode_prompt(&text)?
-        } else if let Some(t) = req.get("tokens") {
-            let ids: Option<Vec<u32>> = t
-                .as_array()
-                .map(|a| a.iter().map(|v| v.as_u64().map(|x| x as u32)).collect())
-                .unwrap_or(None);
-            let ids = ids.ok_or_else(|| {
-                Failure::new("invalid_argument", "tokens must be an array of token ids")
-            })?;
-            self.check_ids(&ids)?;
-            ids
-        } else if let Some(p) = req.get("prompt").and_then(Value::as_str) {
-            self.encode_prompt(p)?
+        let body = req
+            .as_object()
+            .ok_or_else(|| Failure::new("invalid_argument", "a request must be a JSON object"))?;
+        let chat = body.get("messages").is_some_and(|m| !m.is_null());
+        let endpoint = if chat {
+            Endpoint::Chat
         } else {
-            return Err(Failure::new(
-                "invalid_argument",
-                "a request needs a prompt (text), tokens or messages",
-            ));
+            Endpoint::Completions
+        };
+        let params = GenParams::parse(body, endpoint)?;
+        let prompt = if chat {
+            let text = self.render_messages(body)?;
+            self.encode_prompt(&text)?
+        } else {
+            match superinfer_api::prompt(body)? {
+                Prompt::Text(text) => self.encode_prompt(&text)?,
+                Prompt::Tokens(ids) => {
+                    self.check_ids(&ids)?;
+                    ids
+                }
+            }
         };
         if prompt.is_empty() {
             return Err(Failure::new("invalid_argument", "the prompt is empty"));
@@ -258,40 +263,20 @@ impl Engine {
                 ),
             ));
         }
-        let sampler = Sampler::new(sampler_config(req)?)?;
-        let max_tokens = match req.get("max_tokens").and_then(Value::as_i64) {
-            None | Some(-1) => n_ctx,
-            Some(n) if n > 0 => n as usize,
-            Some(n) => {
-                return Err(Failure::new(
-                    "invalid_argument",
-                    format!(
-                        "max_tokens must be positive (or -1: until the context is full), not {n}"
-                    ),
-                ))
-            }
-        };
-        let stop = match req.get("stop") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(s)) => vec![s.clone()],
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|v| v.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| Failure::new("invalid_argument", "stop must be strings"))?,
-            Some(_) => return Err(Failure::new("invalid_argument", "stop must be strings")),
-        };
+        // the request's seed, else SamplerConfig's (the package always sends one)
+        let sampler = Sampler::new(params.sampling)?;
         let keep = self.ctx.keep_prefix(&prompt);
         let n_prompt = prompt.len();
-        let params = GenerateParams {
-            max_tokens,
-            ignore_eos: req.get("ignore_eos").and_then(Value::as_bool) == Some(true),
-            stop,
+        let rules = GenerateParams {
+            // without a limit, generation ends at the end of the context
+            max_tokens: params.max_tokens.unwrap_or(n_ctx),
+            ignore_eos: params.ignore_eos,
+            stop: params.stop,
             logprobs: None,
         };
         let tok = self.model.tokenizer();
         self.gen = Some(Call {
-            gen: Generation::new(prompt, sampler, &params, n_ctx, tok),
+            gen: Generation::new(prompt, sampler, &rules, n_ctx, tok),
             fed: keep,
         });
         Ok(json!({ "prompt_tokens": n_prompt, "cached_tokens": keep }))
@@ -372,42 +357,6 @@ fn no_generation() -> Failure {
         "invalid_argument",
         "no generation in progress (call begin first)",
     )
-}
-
-/// llama.cpp's defaults, overridden by the request's fields.
-fn sampler_config(req: &Value) -> Result<SamplerConfig> {
-    let mut c = SamplerConfig::default();
-    let f = |k: &str| req.get(k).and_then(Value::as_f64).map(|v| v as f32);
-    let u = |k: &str| req.get(k).and_then(Value::as_u64).map(|v| v as usize);
-    if let Some(v) = f("temperature") {
-        c.temperature = v;
-    }
-    if let Some(v) = u("top_k") {
-        c.top_k = v;
-    }
-    if let Some(v) = f("top_p") {
-        c.top_p = v;
-    }
-    if let Some(v) = f("min_p") {
-        c.min_p = v;
-    }
-    if let Some(v) = f("repeat_penalty") {
-        c.repeat_penalty = v;
-    }
-    if let Some(v) = u("repeat_last_n") {
-        c.repeat_last_n = v;
-    }
-    if let Some(v) = f("frequency_penalty") {
-        c.frequency_penalty = v;
-    }
-    if let Some(v) = f("presence_penalty") {
-        c.presence_penalty = v;
-    }
-    if let Some(v) = req.get("seed").and_then(Value::as_u64) {
-        c.seed = v;
-    }
-    c.validate()?;
-    Ok(c)
 }
 
 /// Every part was written, and byte ranges are not whole GGUF files (the shards of a split

@@ -4,11 +4,12 @@
 use superinfer_core::Error;
 
 /// A typed failure; `code` is one of the strings documented in `js/src/index.d.ts`
-/// (`ErrorCode`).
+/// (`ErrorCode`); `param` names the request field a bad request is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     pub code: &'static str,
     pub message: String,
+    pub param: Option<String>,
 }
 
 impl Failure {
@@ -16,12 +17,34 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            param: None,
         }
     }
 
-    /// `{"code": ..., "message": ...}`
+    /// `{"code": ..., "message": ...}`, with `"param"` when there is one.
     pub fn to_json(&self) -> String {
-        serde_json::json!({ "code": self.code, "message": self.message }).to_string()
+        let mut j = serde_json::json!({ "code": self.code, "message": self.message });
+        if let Some(p) = &self.param {
+            j["param"] = p.as_str().into();
+        }
+        j.to_string()
+    }
+}
+
+/// A request field that is wrong, with the server's message and code (`invalid_type`,
+/// `invalid_value`, `missing_required_parameter`; `invalid_json` cannot reach here: the
+/// package writes the JSON).
+impl From<superinfer_api::Error> for Failure {
+    fn from(e: superinfer_api::Error) -> Failure {
+        let code = match e.code {
+            "invalid_json" => "invalid_argument",
+            c => c,
+        };
+        Failure {
+            code,
+            message: e.message,
+            param: e.param,
+        }
     }
 }
 
@@ -85,5 +108,21 @@ mod tests {
             serde_json::from_str(&Failure::new("network", "a \"quoted\" thing").to_json()).unwrap();
         assert_eq!(j["code"], "network");
         assert_eq!(j["message"], "a \"quoted\" thing");
+        assert!(j.get("param").is_none());
+        let body = serde_json::json!({"prompt": "x", "temperature": "0.2"});
+        let e = superinfer_api::GenParams::parse(
+            body.as_object().unwrap(),
+            superinfer_api::Endpoint::Completions,
+        )
+        .unwrap_err();
+        let j: serde_json::Value = serde_json::from_str(&Failure::from(e).to_json()).unwrap();
+        assert_eq!(
+            j,
+            serde_json::json!({
+                "code": "invalid_type",
+                "message": "'temperature' must be a number, not a string",
+                "param": "temperature",
+            })
+        );
     }
 }

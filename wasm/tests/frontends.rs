@@ -112,7 +112,7 @@ fn scheduled(e: &Native, prompt: &[u32], p: &GenerateParams) -> (Answer, StopRea
 
 fn package(e: &mut Package, prompt: &[u32], p: &GenerateParams) -> Answer {
     e.begin(&json!({
-        "tokens": prompt,
+        "prompt": prompt,
         "max_tokens": p.max_tokens,
         "temperature": 0,
         "stop": p.stop,

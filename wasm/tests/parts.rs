@@ -61,7 +61,7 @@ fn stream(parts: &[Vec<u8>], chunk: usize) -> Result<(Engine, Value), Refused> {
 }
 
 fn greedy(e: &mut Engine) -> Vec<u64> {
-    e.begin(&json!({"tokens": [2, 40, 41, 42, 43], "max_tokens": 12, "temperature": 0}))
+    e.begin(&json!({"prompt": [2, 40, 41, 42, 43], "max_tokens": 12, "temperature": 0}))
         .unwrap();
     while e.prefill(64).unwrap() > 0 {}
     let mut ids = Vec::new();

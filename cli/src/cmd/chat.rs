@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use rustyline::DefaultEditor;
 use superinfer_runtime::core::sampler::Sampler;
 use superinfer_runtime::speculative::DynDrafter;
 use superinfer_runtime::{Engine, Session, StopReason};
-use superinfer_template::{ChatTemplate, Message};
+use superinfer_template::{choose, ChatTemplate, Message, Override};
 
 use crate::args::ChatArgs;
 
@@ -35,7 +35,7 @@ pub fn run(a: &ChatArgs) -> Result<(), String> {
     a.spec.check()?;
     let engine = super::load_engine(&a.model)?;
     let draft_engine = a.spec.load_draft(&a.model)?;
-    let template = superinfer_server::chat_template(&engine, a.chat_template.as_deref())?;
+    let template = chat_template(&engine, a.chat_template.as_deref())?;
     let mut session = engine
         .session(&a.cache.session(a.ctx_size))
         .map_err(|e| e.to_string())?;
@@ -210,4 +210,24 @@ fn history_file() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/superinfer")))?;
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join("chat_history"))
+}
+
+/// `--chat-template FILE`, else the model file's template, else the built-in one for the
+/// architecture (with a notice): [`superinfer_template::choose`], as `serve` chooses.
+fn chat_template(engine: &Engine, file: Option<&Path>) -> Result<ChatTemplate, String> {
+    let over = file.map(Override::read).transpose().map_err(|e| e.0)?;
+    let tok = engine.tokenizer();
+    let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
+    let (template, origin) = choose(
+        over,
+        engine.chat_template(),
+        engine.arch_name(),
+        &text(tok.bos()),
+        &text(tok.eos()),
+    )
+    .map_err(|e| e.0)?;
+    if let Some(note) = origin.note() {
+        eprintln!("note: {note}");
+    }
+    Ok(template)
 }

@@ -274,6 +274,17 @@ impl Tokenizer {
         Ok(out)
     }
 
+    /// The tokens of a prompt text as every frontend encodes it: special tokens written in
+    /// the text are parsed, and BOS is added when the model wants one and the text does not
+    /// already begin with it (a rendered chat template often does).
+    pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>> {
+        let starts_with_bos = self.bos.is_some_and(|b| {
+            let bos = self.vocab.text(b);
+            !bos.is_empty() && text.as_bytes().starts_with(bos)
+        });
+        self.encode(text, !starts_with_bos, true)
+    }
+
     pub fn vocab(&self) -> &Vocab {
         &self.vocab
     }

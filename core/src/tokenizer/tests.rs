@@ -132,6 +132,35 @@ fn special_tokens_control_only_when_parsing_user_defined_always() {
     assert!(t.is_eog(2) && !t.is_eog(ctrl));
 }
 
+#[test]
+fn encode_prompt_parses_specials_and_adds_bos_once() {
+    let t = spm();
+    let hello = ids_of(&t, &["▁hello"]);
+    // BOS added (the model wants one), and not again when the text starts with it
+    assert_eq!(
+        t.encode_prompt("hello").unwrap(),
+        [vec![1], hello.clone()].concat()
+    );
+    assert_eq!(
+        t.encode_prompt("<s>hello").unwrap(),
+        [vec![1], hello.clone()].concat()
+    );
+    // special tokens in the text are parsed; BOS later in the text is not "at the start"
+    let ctrl = t.vocab().find_str("<ctrl>").unwrap();
+    assert_eq!(
+        t.encode_prompt("<ctrl>hello").unwrap(),
+        [vec![1, ctrl], hello.clone()].concat()
+    );
+    assert_eq!(t.encode_prompt("hello<s>").unwrap()[..2], [1, hello[0]]);
+    // a model without BOS: nothing added
+    let b = bpe();
+    let end = b.vocab().find_str("<|im_end|>").unwrap();
+    assert_eq!(
+        b.encode_prompt("a<|im_end|>").unwrap(),
+        [ids_of(&b, &["a"]), vec![end]].concat()
+    );
+}
+
 fn bpe() -> Tokenizer {
     let map = bpe::ByteMap::new();
     let mut tokens: Vec<String> = (0..=255u8)

@@ -16,6 +16,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
+use superinfer_api::Endpoint;
 use superinfer_runtime::scheduler::{
     Completion, Event, EventSink, Request, RequestError, Ticket, TokenLogprob, TEXT_ONLY,
 };
@@ -24,7 +25,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use super::body;
 use crate::error::ApiError;
 use crate::openai::{self, Answer, Api};
-use crate::params::{self, GenParams, Prompt};
+use crate::params::{self, Params, Prompt};
 use crate::state::AppState;
 
 /// Delivers a request's events to its handler.
@@ -41,7 +42,7 @@ pub async fn chat(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t0 = Instant::now();
-    let (obj, p) = request(&st, raw, Api::Chat)?;
+    let (obj, p) = request(&st, raw, Endpoint::Chat)?;
     let messages = params::messages(&obj)?;
     let text = st
         .ready()?
@@ -57,7 +58,7 @@ pub async fn completions(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t0 = Instant::now();
-    let (obj, p) = request(&st, raw, Api::Completions)?;
+    let (obj, p) = request(&st, raw, Endpoint::Completions)?;
     let prompt = match params::prompt(&obj)? {
         Prompt::Text(t) => encode(&st, &t)?,
         Prompt::Tokens(ids) => ids,
@@ -70,12 +71,12 @@ pub async fn completions(
 fn request(
     st: &AppState,
     raw: Result<Bytes, BytesRejection>,
-    api: Api,
-) -> Result<(Map<String, Value>, GenParams), ApiError> {
+    endpoint: Endpoint,
+) -> Result<(Map<String, Value>, Params), ApiError> {
     let obj = params::object(&body(raw)?)?;
     st.ready()?;
-    let p = params::gen_params(&obj, api == Api::Chat)?;
-    check_model(st, p.model.as_deref())?;
+    let p = Params::parse(&obj, endpoint)?;
+    check_model(st, p.gen.model.as_deref())?;
     Ok((obj, p))
 }
 
@@ -153,18 +154,19 @@ impl Run {
 async fn generate(
     st: Arc<AppState>,
     prompt: Vec<u32>,
-    p: GenParams,
+    p: Params,
     api: Api,
     t0: Instant,
 ) -> Result<Response, ApiError> {
     let ready = st.ready()?;
-    let draft_model = p.draft_model(st.draft_max);
-    let lookup = p.lookup(st.lookup);
+    let draft_model = p.spec.draft_model(st.draft_max);
+    let lookup = p.spec.lookup(st.lookup);
+    let p = p.gen;
     let request = Request {
         prompt,
         // without a limit, generation ends at the end of the context
         max_tokens: p.max_tokens.unwrap_or(usize::MAX),
-        sampling: p.sampling,
+        sampling: p.sampling_seeded(superinfer_runtime::random_seed),
         stop: p.stop,
         ignore_eos: p.ignore_eos,
         logprobs: p.logprobs,

@@ -11,9 +11,10 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
+use superinfer_api::Fields;
 
 use crate::error::ApiError;
-use crate::params::{self, Fields};
+use crate::params;
 use crate::state::AppState;
 
 /// A request's body, or the error for one that could not be read (413 over the limit).

@@ -11,6 +11,9 @@ export const ERROR_CODES = Object.freeze([
   'network', // fetch failed, or the server answered with an error status
   'context_length_exceeded', // the prompt (or prompt + answer) does not fit in nCtx
   'invalid_argument', // a bad option or request
+  'invalid_type', // a request field of the wrong type (`param` names it), as the server says
+  'invalid_value', // a request field out of range or not supported (`param` names it)
+  'missing_required_parameter', // a request without its prompt or messages
   'template', // the chat template failed to render these messages
   'tokenizer',
   'no_model',
@@ -22,20 +25,22 @@ export class SuperinferError extends Error {
   /**
    * @param {string} code one of ERROR_CODES
    * @param {string} message
+   * @param {string} [param] the request field a bad request is about
    */
-  constructor(code, message) {
+  constructor(code, message, param) {
     super(message);
     this.name = 'SuperinferError';
     this.code = code;
+    if (param != null) this.param = param;
   }
 
-  /** @param {{code: string, message: string}} e */
+  /** @param {{code: string, message: string, param?: string}} e */
   static from(e) {
-    return new SuperinferError(e.code, e.message);
+    return new SuperinferError(e.code, e.message, e.param);
   }
 
   toJSON() {
-    return { code: this.code, message: this.message };
+    return this.param == null ? { code: this.code, message: this.message } : { code: this.code, message: this.message, param: this.param };
   }
 }
 

@@ -9,6 +9,9 @@ export type ErrorCode =
   | 'network'
   | 'context_length_exceeded'
   | 'invalid_argument'
+  | 'invalid_type'
+  | 'invalid_value'
+  | 'missing_required_parameter'
   | 'template'
   | 'tokenizer'
   | 'no_model'
@@ -20,7 +23,9 @@ export declare const ERROR_CODES: readonly ErrorCode[];
 export declare class SuperinferError extends Error {
   readonly name: 'SuperinferError';
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string);
+  /** The request field a bad request is about (with `invalid_type`, `invalid_value`, `missing_required_parameter`), as the server's error objects name it. */
+  readonly param?: string;
+  constructor(code: ErrorCode, message: string, param?: string);
 }
 
 /** One part of a model: a URL (in Node also a file path or file: URL), a Blob/File, or bytes (an ArrayBuffer is transferred to the worker: it becomes detached). */

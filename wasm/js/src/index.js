@@ -186,7 +186,7 @@ export class Engine {
 
   /** Streams a completion of `prompt` (text or token ids). */
   complete(prompt, options = {}) {
-    const body = Array.isArray(prompt) ? { tokens: prompt } : { prompt: String(prompt) };
+    const body = { prompt: Array.isArray(prompt) ? prompt : String(prompt) };
     return this._stream('text_completion', body, options);
   }
 
@@ -222,7 +222,8 @@ export class Engine {
 
   _streamChecked(object, body, options) {
     const { signal, maxTokens, max_tokens, stop, ignoreEos, ...sampling } = options;
-    const request = { ...body, ...snake(sampling), max_tokens: maxTokens ?? max_tokens ?? -1, stop: stop ?? null, ignore_eos: !!ignoreEos };
+    // checked field by field in the engine, as the server checks them (a wrong type is refused)
+    const request = { ...body, ...snake(sampling), max_tokens: maxTokens ?? max_tokens ?? null, stop: stop ?? null, ignore_eos: ignoreEos ?? null };
     if (request.seed === undefined) request.seed = Math.floor(Math.random() * 2 ** 32);
     const engine = this;
     const id = `${object === 'text_completion' ? 'cmpl' : 'chatcmpl'}-${Date.now().toString(36)}${(counter++).toString(36)}`;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { openSync, readSync, closeSync, statSync, createReadStream } from 'node:fs';
 import { load, SuperinferError, ERROR_CODES } from 'superinfer';
-import { env } from './helpers.mjs';
+import { env, collect } from './helpers.mjs';
 
 const gemma = () => env('SUPERINFER_GEMMA');
 
@@ -150,4 +150,46 @@ test('a model loads from a URL, and a later load works after failures', async ()
     await engine.dispose();
   }
   await assert.rejects(engine.tokenize('x'), { code: 'disposed' });
+});
+
+test('request fields are checked as the server checks them: a wrong type is refused, naming the field', async () => {
+  const engine = await load(gemma(), { nCtx: 128, threads: 1 });
+  try {
+    const refused = async (stream, code, param, re) => {
+      const err = await collect(stream).then(() => null, (e) => e);
+      assert.ok(err instanceof SuperinferError, `expected a SuperinferError, got ${err}`);
+      assert.ok(ERROR_CODES.includes(err.code), err.code);
+      assert.equal(err.code, code, err.message);
+      assert.equal(err.param, param, err.message);
+      if (re) assert.match(err.message, re);
+    };
+    // the server's own words (server/src/params.rs and the package share superinfer-api)
+    await refused(engine.complete('Hi', { temperature: '0.2' }), 'invalid_type', 'temperature', /^'temperature' must be a number, not a string$/);
+    await refused(engine.complete('Hi', { maxTokens: 'ten' }), 'invalid_type', 'max_tokens');
+    await refused(engine.complete('Hi', { stop: 5 }), 'invalid_type', 'stop');
+    await refused(engine.complete('Hi', { ignoreEos: 'yes' }), 'invalid_type', 'ignore_eos');
+    await refused(engine.complete('Hi', { seed: 'abc' }), 'invalid_type', 'seed');
+    await refused(engine.complete('Hi', { topP: 2 }), 'invalid_value', 'top_p', /between 0 and 1, got 2/);
+    await refused(engine.complete('Hi', { maxTokens: -5 }), 'invalid_value', 'max_tokens');
+    await refused(engine.complete([1, -2]), 'invalid_type', 'prompt');
+    await refused(engine.chat([{ role: 'wizard', content: 'hi' }]), 'invalid_value', 'messages[0].role', /unknown role 'wizard'/);
+    await refused(engine.chat([{ role: 'user', content: 5 }]), 'invalid_type', 'messages[0].content');
+    await refused(engine.chat([]), 'invalid_value', 'messages');
+    await assert.rejects(engine.applyChatTemplate([{ content: 'no role' }]), { code: 'invalid_value', param: 'messages[0].role' });
+    // and right values still work: the same greedy tokens from text and from its token ids
+    const ids = await engine.tokenize('The capital of France is');
+    const a = await collect(engine.complete('The capital of France is', { temperature: 0, maxTokens: 4, stop: [] }));
+    const b = await collect(engine.complete(ids, { temperature: 0, maxTokens: 4, ignoreEos: false }));
+    assert.equal(a.tokens.length, 4);
+    assert.deepEqual(b.tokens.map((t) => t.id), a.tokens.map((t) => t.id));
+    // a chat: text parts joined as the server joins them, `developer` taken as `system`
+    const msgs = [{ role: 'developer', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Hi' }, { type: 'text', text: 'there' }] }];
+    const rendered = await engine.applyChatTemplate(msgs);
+    assert.match(rendered, /Be brief\.\n\nHi\nthere<end_of_turn>\n<start_of_turn>model\n$/);
+    const c = await collect(engine.chat(msgs, { temperature: 0, maxTokens: 2, ignoreEos: true }));
+    assert.equal(c.tokens.length, 2);
+    assert.equal(c.last.usage.prompt_tokens, (await engine.tokenize(rendered, { addSpecial: !rendered.startsWith('<bos>') })).length);
+  } finally {
+    await engine.dispose();
+  }
 });

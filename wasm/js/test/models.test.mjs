@@ -159,7 +159,7 @@ for (const name of Object.keys(MODELS)) {
     test('errors reject with a code and leave the engine usable', async () => {
       const long = 'word '.repeat(800);
       await assert.rejects(collect(engine.complete(long, { maxTokens: 4 })), { code: 'context_length_exceeded' });
-      await assert.rejects(collect(engine.complete('x', { temperature: -1, topP: 7 })), { code: 'invalid_argument' });
+      await assert.rejects(collect(engine.complete('x', { temperature: -1, topP: 7 })), { code: 'invalid_value', param: 'temperature' });
       await assert.rejects(engine.detokenize([10 ** 8]), { code: 'invalid_argument' });
       await assert.rejects(collect(engine.complete('x', { bogus: 1 })), { code: 'invalid_argument' });
       const { tokens } = await collect(engine.complete('1, 2, 3,', { temperature: 0, maxTokens: 3 }));
