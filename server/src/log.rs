@@ -157,52 +157,37 @@ impl Line {
         // no route matched: the path, shortened (it is the client's text)
         let route = n.route.unwrap_or_else(|| path.chars().take(80).collect());
         let status = status.as_u16();
-        let error = n.error.as_deref().unwrap_or("");
-        let quiet = route == "/health" || route == "/metrics";
-        macro_rules! line {
+        // (absent fields are left out of the line)
+        let (prompt_tokens, completion_tokens) = n.tokens.unzip();
+        let error = n.error.as_deref();
+        macro_rules! log_line {
             ($level:expr) => {
-                match n.tokens {
-                    Some((prompt, completion)) => tracing::event!(
-                        target: "superinfer::request",
-                        $level,
-                        method = %method,
-                        route = %route,
-                        status,
-                        latency_ms,
-                        prompt_tokens = prompt,
-                        completion_tokens = completion,
-                        finish = n.finish.unwrap_or(""),
-                        error,
-                        "request"
-                    ),
-                    None if error.is_empty() => tracing::event!(
-                        target: "superinfer::request",
-                        $level,
-                        method = %method,
-                        route = %route,
-                        status,
-                        latency_ms,
-                        "request"
-                    ),
-                    None => tracing::event!(
-                        target: "superinfer::request",
-                        $level,
-                        method = %method,
-                        route = %route,
-                        status,
-                        latency_ms,
-                        error,
-                        "request"
-                    ),
-                }
+                tracing::event!(
+                    target: "superinfer::request",
+                    $level,
+                    method = %method,
+                    route = %route,
+                    status,
+                    latency_ms,
+                    prompt_tokens,
+                    completion_tokens,
+                    finish = n.finish,
+                    error,
+                    "request"
+                )
             };
         }
-        if status >= 500 || n.finish == Some("error") {
-            line!(tracing::Level::ERROR)
-        } else if quiet && status < 400 {
-            line!(tracing::Level::DEBUG)
+        if route == "/health" || route == "/metrics" {
+            // polled by load balancers and Prometheus (503 while the model loads)
+            log_line!(tracing::Level::DEBUG)
+        } else if status == 503 || status == 429 {
+            // loading, full: the client retries later
+            log_line!(tracing::Level::WARN)
+        } else if status >= 500 || (status < 400 && error.is_some()) {
+            // a server fault, or a stream that failed after its 200
+            log_line!(tracing::Level::ERROR)
         } else {
-            line!(tracing::Level::INFO)
+            log_line!(tracing::Level::INFO)
         }
     }
 }

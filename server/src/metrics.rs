@@ -84,37 +84,38 @@ impl Default for Metrics {
             blocks_free: Gauge::default(),
             blocks_total: Gauge::default(),
         };
-        // counters are registered without their `_total`: the encoder adds it
+        // counters are registered without their `_total`, help texts without their final
+        // period: the encoder adds both
         let r = &mut m.registry;
         r.register(
             "superinfer_requests",
-            "HTTP requests answered, by status.",
+            "HTTP requests answered, by status",
             m.by_status.clone(),
         );
         let counters = [
             (
                 "superinfer_prompt_tokens",
-                "Prompt tokens of finished requests (cached ones included).",
+                "Prompt tokens of finished requests (cached ones included)",
                 &m.prompt_tokens,
             ),
             (
                 "superinfer_generation_tokens",
-                "Tokens generated.",
+                "Tokens generated",
                 &m.generation_tokens,
             ),
             (
                 "superinfer_prompt_tokens_cached",
-                "Prompt tokens whose keys and values came from the prefix cache.",
+                "Prompt tokens whose keys and values came from the prefix cache",
                 &m.cached_tokens,
             ),
             (
                 "superinfer_spec_decode_draft_tokens",
-                "Tokens drafted by speculative decoding (draft model or prompt lookup) and verified.",
+                "Tokens drafted by speculative decoding (draft model or prompt lookup) and verified",
                 &m.draft_tokens,
             ),
             (
                 "superinfer_spec_decode_accepted_tokens",
-                "Drafted tokens the model accepted.",
+                "Drafted tokens the model accepted",
                 &m.draft_accepted_tokens,
             ),
         ];
@@ -124,17 +125,17 @@ impl Default for Metrics {
         let histograms = [
             (
                 "superinfer_time_to_first_token_seconds",
-                "From a request's arrival to its first generated token.",
+                "From a request's arrival to its first generated token",
                 &m.ttft,
             ),
             (
                 "superinfer_inter_token_latency_seconds",
-                "Between consecutive tokens of a stream.",
+                "Between consecutive tokens of a stream",
                 &m.itl,
             ),
             (
                 "superinfer_request_duration_seconds",
-                "From a generation request's arrival to its last token.",
+                "From a generation request's arrival to its last token",
                 &m.e2e,
             ),
         ];
@@ -144,32 +145,32 @@ impl Default for Metrics {
         let gauges = [
             (
                 "superinfer_requests_running",
-                "Requests in a slot.",
+                "Requests in a slot",
                 &m.running,
             ),
             (
                 "superinfer_requests_waiting",
-                "Requests waiting for a slot.",
+                "Requests waiting for a slot",
                 &m.waiting,
             ),
             (
                 "superinfer_kv_blocks_used",
-                "KV cache blocks held by running requests.",
+                "KV cache blocks held by running requests",
                 &m.blocks_used,
             ),
             (
                 "superinfer_kv_blocks_cached",
-                "KV cache blocks kept for the prefix cache (evictable).",
+                "KV cache blocks kept for the prefix cache (evictable)",
                 &m.blocks_cached,
             ),
             (
                 "superinfer_kv_blocks_free",
-                "KV cache blocks neither held nor cached.",
+                "KV cache blocks neither held nor cached",
                 &m.blocks_free,
             ),
             (
                 "superinfer_kv_blocks_total",
-                "KV cache blocks in the pool.",
+                "KV cache blocks in the pool",
                 &m.blocks_total,
             ),
         ];
