@@ -252,7 +252,7 @@ mod tests {
         m.count_status(200);
         let t = m.render();
         let ttft = "superinfer_time_to_first_token_seconds";
-        for (le, want) in [("0.01", 0.0), ("0.025", 1.0), ("0.25", 2.0), ("60.0", 2.0)] {
+        for (le, want) in [("0.01", 0.0), ("0.025", 1.0), ("0.25", 2.0), ("60", 2.0)] {
             assert_eq!(
                 value(&t, &format!("{ttft}_bucket{{le=\"{le}\"}}")),
                 Some(want),
