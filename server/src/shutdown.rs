@@ -38,7 +38,7 @@ impl Signals {
         self.nth(1).await;
         tokio::select! {
             _ = self.nth(2) => "a second signal",
-            _ = tokio::time::sleep(timeout) => "the shutdown timeout",
+            _ = tokio::time::sleep(timeout) => "the shutdown timeout passed",
         }
     }
 }
