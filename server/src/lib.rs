@@ -163,9 +163,10 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), ServeError> {
         .with_graceful_shutdown(drain)
         .into_future();
     tokio::pin!(server);
+    let mut served = Ok(());
     let forced = tokio::select! {
         r = &mut server => {
-            r.map_err(ServeError::Http)?;
+            served = r;
             None
         }
         why = signals.force(timeout) => Some(why),
@@ -177,11 +178,11 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), ServeError> {
         let _ = tokio::time::timeout(Duration::from_secs(2), &mut server).await;
     }
     state.stop.store(true, Ordering::Relaxed);
-    let r = engine.join().map_err(|_| ServeError::EnginePanicked)?;
-    if r.is_ok() {
-        tracing::info!("stopped");
-    }
-    r
+    // the engine's error first: the server stopped because of it
+    engine.join().map_err(|_| ServeError::EnginePanicked)??;
+    served.map_err(ServeError::Http)?;
+    tracing::info!("stopped");
+    Ok(())
 }
 
 fn router(state: Arc<AppState>, body_limit: usize) -> Router {
