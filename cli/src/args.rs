@@ -417,6 +417,30 @@ pub struct ServeArgs {
     /// (0 = the whole vocabulary).
     #[arg(long = "draft-vocab", default_value_t = 0)]
     pub draft_vocab: usize,
+    /// How log lines on stderr look: text, or json (one object a line, for a log
+    /// collector). Every request gets a line: method, route, status, latency_ms, and for
+    /// generation prompt_tokens, completion_tokens and finish. RUST_LOG sets the level
+    /// (default info; debug adds /health and /metrics requests).
+    #[arg(long = "log-format", value_enum, default_value_t = LogFormatArg::Text)]
+    pub log_format: LogFormatArg,
+    /// On SIGTERM or Ctrl-C the server stops accepting connections and lets the running
+    /// requests finish, then exits 0: at most this many seconds, after which (or on a second
+    /// signal) it ends them at once.
+    #[arg(long = "shutdown-timeout", default_value_t = 30.0, value_parser = parse_seconds)]
+    pub shutdown_timeout: f64,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum LogFormatArg {
+    Text,
+    Json,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds from 0 to 86400")),
+    }
 }
 
 /// llama.cpp's multi-letter flags with one dash (`-np 4`, `-ctk q8_0`) as the long flags

@@ -7,6 +7,8 @@ use axum::Json;
 use serde_json::json;
 use superinfer_runtime::scheduler::RequestError;
 
+use crate::log::ErrorMessage;
+
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -59,6 +61,12 @@ impl ApiError {
             "the model is loading; retry shortly",
         )
         .with_code("loading")
+    }
+
+    /// 500: the server failed (the message says where).
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)
+            .with_code("internal_error")
     }
 
     pub fn with_param(mut self, p: &str) -> ApiError {
@@ -115,6 +123,8 @@ impl From<RequestError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let mut res = (self.status, Json(self.body())).into_response();
+        res.extensions_mut().insert(ErrorMessage(self.message));
+        res
     }
 }

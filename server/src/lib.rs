@@ -3,29 +3,36 @@
 //! The server binds its port at once and loads the model on the engine thread (`/health`
 //! answers 503 until it is ready). The engine thread then runs the [`Scheduler`] — every
 //! request advances in one batched step per token, with chunked prefill and prefix caching —
-//! while the HTTP handlers (axum on a small tokio runtime) only parse, tokenize, submit and
-//! stream. Each request's events reach its handler over a channel; a client that goes away
-//! cancels its request at the next step.
+//! while the HTTP handlers (axum on two tokio workers) parse, submit and stream; parsing big
+//! bodies, tokenizing and rendering chat templates run on tokio's blocking pool, so the
+//! workers keep every stream flowing. Each request's events reach its handler over a
+//! channel; a client that goes away cancels its request at the next step.
+//!
+//! SIGTERM (or Ctrl-C) drains: no new connections, the running requests finish, then
+//! [`serve`] returns; a second signal or `shutdown_timeout` ends them at once.
 //!
 //! [`Scheduler`]: superinfer_runtime::Scheduler
 
 mod error;
+mod log;
 mod metrics;
+mod middleware;
 mod openai;
 mod params;
 mod routes;
+mod serve_error;
+mod shutdown;
 mod state;
 
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::header;
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use axum::Router;
 use superinfer_runtime::scheduler::Lookup;
@@ -33,6 +40,10 @@ use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
 
 pub use error::ApiError;
+pub use log::LogFormat;
+pub use middleware::key_matches;
+pub use serve_error::ServeError;
+use shutdown::Signals;
 use state::{AppState, EngineSetup};
 
 #[derive(Debug, Clone)]
@@ -56,11 +67,16 @@ pub struct ServeOptions {
     /// A draft model for speculative decoding (requests use it unless they say
     /// `"speculative": false` or ask for prompt lookup), and how it drafts.
     pub draft: Option<(PathBuf, DraftOptions)>,
+    /// How log lines look (stderr).
+    pub log_format: LogFormat,
+    /// After SIGTERM, how long running requests may take to finish before they are ended.
+    pub shutdown_timeout: Duration,
 }
 
-/// Serves until Ctrl-C or SIGTERM; an error if the port cannot be bound or the model
-/// cannot be loaded.
-pub fn serve(o: ServeOptions) -> Result<(), String> {
+/// Serves until SIGTERM or Ctrl-C (then drains: see the crate's documentation); an error if
+/// the port cannot be bound or the model cannot be loaded.
+pub fn serve(o: ServeOptions) -> Result<(), ServeError> {
+    log::init(o.log_format).map_err(ServeError::Logging)?;
     let alias = o.alias.clone().unwrap_or_else(|| {
         o.model
             .file_name()
@@ -86,18 +102,25 @@ pub fn serve(o: ServeOptions) -> Result<(), String> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))?;
-    rt.block_on(run(o, state))
+        .map_err(ServeError::Runtime)?;
+    let r = rt.block_on(run(o, state));
+    // a tokenization still running on the blocking pool (its client gone) is not waited for
+    rt.shutdown_timeout(Duration::from_secs(1));
+    r
 }
 
-async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), String> {
+async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), ServeError> {
+    let signals = Signals::catch();
     let addr = format!("{}:{}", o.host, o.port);
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
-        .map_err(|e| format!("cannot listen on {addr}: {e} (choose another --port or --host)"))?;
-    let local: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
-    eprintln!(
-        "superinfer serve: listening on http://{local} (loading {})",
+        .map_err(|source| ServeError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+    let local: SocketAddr = listener.local_addr().map_err(ServeError::Http)?;
+    tracing::info!(
+        "listening on http://{local} (loading {})",
         o.model.display()
     );
 
@@ -120,26 +143,45 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), String> {
             }
             r
         })
-        .map_err(|e| format!("starting the engine thread: {e}"))?;
+        .map_err(ServeError::EngineThread)?;
 
     let app = router(state.clone(), o.body_limit);
-    let stopping = state.clone();
-    let shutdown = async move {
+    let mut first = signals.clone();
+    let timeout = o.shutdown_timeout;
+    let drain = async move {
         tokio::select! {
-            _ = shutdown_signal() => eprintln!("superinfer serve: shutting down"),
+            _ = first.nth(1) => tracing::info!(
+                "shutting down: no new connections; the running requests finish (up to {} s, \
+                 a second signal ends them now)",
+                timeout.as_secs_f64()
+            ),
             _ = failed_rx => {},
         }
-        // ends the running streams (they get an error event), so connections close
-        stopping.stop.store(true, Ordering::Relaxed);
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| format!("server error: {e}"))?;
+    let server = axum::serve(listener, app)
+        .with_graceful_shutdown(drain)
+        .into_future();
+    tokio::pin!(server);
+    let mut served = Ok(());
+    let forced = tokio::select! {
+        r = &mut server => {
+            served = r;
+            None
+        }
+        why = signals.force(timeout) => Some(why),
+    };
+    if let Some(why) = forced {
+        tracing::warn!("{why}: ending the running requests");
+        // their streams end with an error event, and their connections close
+        state.stop.store(true, Ordering::Relaxed);
+        let _ = tokio::time::timeout(Duration::from_secs(2), &mut server).await;
+    }
     state.stop.store(true, Ordering::Relaxed);
-    engine
-        .join()
-        .map_err(|_| "the engine thread panicked".to_string())?
+    // the engine's error first: the server stopped because of it
+    engine.join().map_err(|_| ServeError::EnginePanicked)??;
+    served.map_err(ServeError::Http)?;
+    tracing::info!("stopped");
+    Ok(())
 }
 
 fn router(state: Arc<AppState>, body_limit: usize) -> Router {
@@ -155,80 +197,17 @@ fn router(state: Arc<AppState>, body_limit: usize) -> Router {
         .route("/tokenize", post(routes::tokenize))
         .route("/detokenize", post(routes::detokenize))
         .route("/apply-template", post(routes::apply_template))
-        .route_layer(middleware::from_fn(json_body))
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth));
+        .route_layer(from_fn(middleware::json_body))
+        .route_layer(from_fn_with_state(state.clone(), middleware::auth));
     Router::new()
         .route("/health", get(routes::health))
         .route("/metrics", get(routes::metrics))
         .merge(api)
+        .route_layer(from_fn(log::route))
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(middleware::from_fn_with_state(state.clone(), count_status))
+        .layer(from_fn_with_state(state.clone(), middleware::count_status))
+        .layer(from_fn(log::requests))
         .with_state(state)
-}
-
-/// Checks `Authorization: Bearer KEY` when the server has a key.
-async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    if let Some(key) = &st.api_key {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        if given != Some(key.as_str()) {
-            return ApiError::unauthorized().into_response();
-        }
-    }
-    next.run(req).await
-}
-
-/// Refuses bodies declared as something other than JSON (415). No Content-Type, and
-/// `application/x-www-form-urlencoded` (what `curl -d` sends), are read as JSON.
-async fn json_body(req: Request, next: Next) -> Response {
-    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
-        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-        let mime = ct.split(';').next().unwrap_or("").trim();
-        let json = mime == "application/json"
-            || mime.ends_with("+json")
-            || mime == "application/x-www-form-urlencoded";
-        if !json {
-            return ApiError::invalid(format!(
-                "the body must be JSON (Content-Type: application/json), not '{mime}'"
-            ))
-            .with_status(axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE)
-            .with_code("unsupported_media_type")
-            .into_response();
-        }
-    }
-    next.run(req).await
-}
-
-/// Counts every response by status (`superinfer_requests_total`).
-async fn count_status(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let res = next.run(req).await;
-    st.metrics.count_status(res.status().as_u16());
-    res
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
 }

@@ -1,77 +1,51 @@
-//! Prometheus metrics: request counts by status, token counters, latency histograms and the
-//! scheduler's gauges (published by the engine thread after every step).
+//! Prometheus metrics (through `prometheus-client`, in the Prometheus text format 0.0.4):
+//! request counts by status, token counters, latency histograms and the scheduler's gauges
+//! (published by the engine thread after every step).
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 use superinfer_runtime::core::model::PoolStats;
 
-/// A histogram with fixed upper bounds (seconds).
-pub struct Histogram {
-    bounds: &'static [f64],
-    state: Mutex<(Vec<u64>, f64, u64)>,
+/// The `Content-Type` of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Status {
+    status: u16,
 }
 
-impl Histogram {
-    const fn new(bounds: &'static [f64]) -> Histogram {
-        Histogram {
-            bounds,
-            state: Mutex::new((Vec::new(), 0.0, 0)),
-        }
+/// A latency histogram in seconds.
+#[derive(Clone)]
+pub struct Seconds(Histogram);
+
+impl Seconds {
+    fn new(bounds: &[f64]) -> Seconds {
+        Seconds(Histogram::new(bounds.iter().copied()))
     }
 
     pub fn observe(&self, d: Duration) {
-        let x = d.as_secs_f64();
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if s.0.is_empty() {
-            s.0 = vec![0; self.bounds.len()];
-        }
-        if let Some(i) = self.bounds.iter().position(|&b| x <= b) {
-            s.0[i] += 1;
-        }
-        s.1 += x;
-        s.2 += 1;
-    }
-
-    fn render(&self, name: &str, help: &str, out: &mut String) {
-        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-        let mut cum = 0;
-        for (i, b) in self.bounds.iter().enumerate() {
-            cum += s.0.get(i).copied().unwrap_or(0);
-            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cum}");
-        }
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", s.2);
-        let _ = writeln!(out, "{name}_sum {}", s.1);
-        let _ = writeln!(out, "{name}_count {}", s.2);
-    }
-}
-
-#[derive(Default)]
-struct Gauge(AtomicUsize);
-
-impl Gauge {
-    fn set(&self, v: usize) {
-        self.0.store(v, Ordering::Relaxed)
-    }
-    fn get(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
+        self.0.observe(d.as_secs_f64());
     }
 }
 
 pub struct Metrics {
-    by_status: Mutex<BTreeMap<u16, u64>>,
-    pub prompt_tokens: AtomicU64,
-    pub generation_tokens: AtomicU64,
-    pub cached_tokens: AtomicU64,
-    pub draft_tokens: AtomicU64,
-    pub draft_accepted_tokens: AtomicU64,
-    pub ttft: Histogram,
-    pub itl: Histogram,
-    pub e2e: Histogram,
+    registry: Registry,
+    by_status: Family<Status, Counter>,
+    pub prompt_tokens: Counter,
+    pub generation_tokens: Counter,
+    pub cached_tokens: Counter,
+    pub draft_tokens: Counter,
+    pub draft_accepted_tokens: Counter,
+    pub ttft: Seconds,
+    pub itl: Seconds,
+    pub e2e: Seconds,
     running: Gauge,
     waiting: Gauge,
     blocks_used: Gauge,
@@ -92,154 +66,155 @@ const E2E: &[f64] = &[
 
 impl Default for Metrics {
     fn default() -> Self {
-        Metrics {
-            by_status: Mutex::new(BTreeMap::new()),
-            prompt_tokens: AtomicU64::new(0),
-            generation_tokens: AtomicU64::new(0),
-            cached_tokens: AtomicU64::new(0),
-            draft_tokens: AtomicU64::new(0),
-            draft_accepted_tokens: AtomicU64::new(0),
-            ttft: Histogram::new(TTFT),
-            itl: Histogram::new(ITL),
-            e2e: Histogram::new(E2E),
+        let mut m = Metrics {
+            registry: Registry::default(),
+            by_status: Family::default(),
+            prompt_tokens: Counter::default(),
+            generation_tokens: Counter::default(),
+            cached_tokens: Counter::default(),
+            draft_tokens: Counter::default(),
+            draft_accepted_tokens: Counter::default(),
+            ttft: Seconds::new(TTFT),
+            itl: Seconds::new(ITL),
+            e2e: Seconds::new(E2E),
             running: Gauge::default(),
             waiting: Gauge::default(),
             blocks_used: Gauge::default(),
             blocks_cached: Gauge::default(),
             blocks_free: Gauge::default(),
             blocks_total: Gauge::default(),
+        };
+        // counters are registered without their `_total`, help texts without their final
+        // period: the encoder adds both
+        let r = &mut m.registry;
+        r.register(
+            "superinfer_requests",
+            "HTTP requests answered, by status",
+            m.by_status.clone(),
+        );
+        let counters = [
+            (
+                "superinfer_prompt_tokens",
+                "Prompt tokens of finished requests (cached ones included)",
+                &m.prompt_tokens,
+            ),
+            (
+                "superinfer_generation_tokens",
+                "Tokens generated",
+                &m.generation_tokens,
+            ),
+            (
+                "superinfer_prompt_tokens_cached",
+                "Prompt tokens whose keys and values came from the prefix cache",
+                &m.cached_tokens,
+            ),
+            (
+                "superinfer_spec_decode_draft_tokens",
+                "Tokens drafted by speculative decoding (draft model or prompt lookup) and verified",
+                &m.draft_tokens,
+            ),
+            (
+                "superinfer_spec_decode_accepted_tokens",
+                "Drafted tokens the model accepted",
+                &m.draft_accepted_tokens,
+            ),
+        ];
+        for (name, help, c) in counters {
+            r.register(name, help, c.clone());
         }
+        let histograms = [
+            (
+                "superinfer_time_to_first_token_seconds",
+                "From a request's arrival to its first generated token",
+                &m.ttft,
+            ),
+            (
+                "superinfer_inter_token_latency_seconds",
+                "Between consecutive tokens of a stream",
+                &m.itl,
+            ),
+            (
+                "superinfer_request_duration_seconds",
+                "From a generation request's arrival to its last token",
+                &m.e2e,
+            ),
+        ];
+        for (name, help, h) in histograms {
+            r.register(name, help, h.0.clone());
+        }
+        let gauges = [
+            (
+                "superinfer_requests_running",
+                "Requests in a slot",
+                &m.running,
+            ),
+            (
+                "superinfer_requests_waiting",
+                "Requests waiting for a slot",
+                &m.waiting,
+            ),
+            (
+                "superinfer_kv_blocks_used",
+                "KV cache blocks held by running requests",
+                &m.blocks_used,
+            ),
+            (
+                "superinfer_kv_blocks_cached",
+                "KV cache blocks kept for the prefix cache (evictable)",
+                &m.blocks_cached,
+            ),
+            (
+                "superinfer_kv_blocks_free",
+                "KV cache blocks neither held nor cached",
+                &m.blocks_free,
+            ),
+            (
+                "superinfer_kv_blocks_total",
+                "KV cache blocks in the pool",
+                &m.blocks_total,
+            ),
+        ];
+        for (name, help, g) in gauges {
+            r.register(name, help, g.clone());
+        }
+        m
     }
+}
+
+fn set(g: &Gauge, v: usize) {
+    g.set(i64::try_from(v).unwrap_or(i64::MAX));
 }
 
 impl Metrics {
     pub fn count_status(&self, status: u16) {
-        *self
-            .by_status
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(status)
-            .or_default() += 1;
+        self.by_status.get_or_create(&Status { status }).inc();
+    }
+
+    /// Adds `n` to a token counter.
+    pub fn add(counter: &Counter, n: usize) {
+        counter.inc_by(n as u64);
     }
 
     /// The scheduler's state after a step (called on the engine thread).
     pub fn publish(&self, running: usize, waiting: usize, pool: PoolStats) {
-        self.running.set(running);
-        self.waiting.set(waiting);
-        self.blocks_used.set(pool.held);
-        self.blocks_cached.set(pool.cached);
-        self.blocks_free.set(pool.free);
-        self.blocks_total.set(pool.blocks);
+        set(&self.running, running);
+        set(&self.waiting, waiting);
+        set(&self.blocks_used, pool.held);
+        set(&self.blocks_cached, pool.cached);
+        set(&self.blocks_free, pool.free);
+        set(&self.blocks_total, pool.blocks);
     }
 
     /// Requests waiting, as the handlers see it between steps.
     pub fn set_waiting(&self, waiting: usize) {
-        self.waiting.set(waiting);
+        set(&self.waiting, waiting);
     }
 
+    /// The exposition, in the Prometheus text format ([`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP superinfer_requests_total HTTP requests answered, by status.\n\
-             # TYPE superinfer_requests_total counter"
-        );
-        for (status, n) in self
-            .by_status
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            let _ = writeln!(out, "superinfer_requests_total{{status=\"{status}\"}} {n}");
-        }
-        let counters = [
-            (
-                "superinfer_prompt_tokens_total",
-                "Prompt tokens of finished requests (cached ones included).",
-                &self.prompt_tokens,
-            ),
-            (
-                "superinfer_generation_tokens_total",
-                "Tokens generated.",
-                &self.generation_tokens,
-            ),
-            (
-                "superinfer_prompt_tokens_cached_total",
-                "Prompt tokens whose keys and values came from the prefix cache.",
-                &self.cached_tokens,
-            ),
-            (
-                "superinfer_spec_decode_draft_tokens_total",
-                "Tokens drafted by speculative decoding (draft model or prompt lookup) and verified.",
-                &self.draft_tokens,
-            ),
-            (
-                "superinfer_spec_decode_accepted_tokens_total",
-                "Drafted tokens the model accepted.",
-                &self.draft_accepted_tokens,
-            ),
-        ];
-        for (name, help, v) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                v.load(Ordering::Relaxed)
-            );
-        }
-        self.ttft.render(
-            "superinfer_time_to_first_token_seconds",
-            "From a request's arrival to its first generated token.",
-            &mut out,
-        );
-        self.itl.render(
-            "superinfer_inter_token_latency_seconds",
-            "Between consecutive tokens of a stream.",
-            &mut out,
-        );
-        self.e2e.render(
-            "superinfer_request_duration_seconds",
-            "From a generation request's arrival to its last token.",
-            &mut out,
-        );
-        let gauges = [
-            (
-                "superinfer_requests_running",
-                "Requests in a slot.",
-                &self.running,
-            ),
-            (
-                "superinfer_requests_waiting",
-                "Requests waiting for a slot.",
-                &self.waiting,
-            ),
-            (
-                "superinfer_kv_blocks_used",
-                "KV cache blocks held by running requests.",
-                &self.blocks_used,
-            ),
-            (
-                "superinfer_kv_blocks_cached",
-                "KV cache blocks kept for the prefix cache (evictable).",
-                &self.blocks_cached,
-            ),
-            (
-                "superinfer_kv_blocks_free",
-                "KV cache blocks neither held nor cached.",
-                &self.blocks_free,
-            ),
-            (
-                "superinfer_kv_blocks_total",
-                "KV cache blocks in the pool.",
-                &self.blocks_total,
-            ),
-        ];
-        for (name, help, g) in gauges {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {}",
-                g.get()
-            );
-        }
+        // writing into a String cannot fail
+        let _ = prometheus_text::encode(&mut out, &self.registry);
         out
     }
 }
@@ -247,6 +222,24 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(name, labels) -> value` of every sample line.
+    fn samples(text: &str) -> Vec<(String, f64)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let (k, v) = l.rsplit_once(' ').expect("a sample line");
+                (k.to_string(), v.parse().expect("a number"))
+            })
+            .collect()
+    }
+
+    fn value(text: &str, key: &str) -> Option<f64> {
+        samples(text)
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
 
     #[test]
     fn histogram_buckets_are_cumulative() {
@@ -258,14 +251,84 @@ mod tests {
         m.count_status(400);
         m.count_status(200);
         let t = m.render();
-        assert!(
-            t.contains("superinfer_time_to_first_token_seconds_bucket{le=\"0.025\"} 1\n"),
-            "{t}"
+        let ttft = "superinfer_time_to_first_token_seconds";
+        for (le, want) in [("0.01", 0.0), ("0.025", 1.0), ("0.25", 2.0), ("60", 2.0)] {
+            assert_eq!(
+                value(&t, &format!("{ttft}_bucket{{le=\"{le}\"}}")),
+                Some(want),
+                "le={le}: {t}"
+            );
+        }
+        assert_eq!(
+            value(&t, &format!("{ttft}_bucket{{le=\"+Inf\"}}")),
+            Some(3.0)
         );
-        assert!(t.contains("superinfer_time_to_first_token_seconds_bucket{le=\"0.25\"} 2\n"));
-        assert!(t.contains("superinfer_time_to_first_token_seconds_bucket{le=\"60\"} 2\n"));
-        assert!(t.contains("superinfer_time_to_first_token_seconds_bucket{le=\"+Inf\"} 3\n"));
-        assert!(t.contains("superinfer_requests_total{status=\"200\"} 2\n"));
-        assert!(t.contains("superinfer_requests_total{status=\"400\"} 1\n"));
+        assert_eq!(value(&t, &format!("{ttft}_count")), Some(3.0));
+        let sum = value(&t, &format!("{ttft}_sum")).unwrap();
+        assert!((sum - 100.22).abs() < 1e-9, "{sum}");
+        assert_eq!(
+            value(&t, "superinfer_requests_total{status=\"200\"}"),
+            Some(2.0)
+        );
+        assert_eq!(
+            value(&t, "superinfer_requests_total{status=\"400\"}"),
+            Some(1.0)
+        );
+    }
+
+    /// The names, types and labels the exposition had before it went through
+    /// prometheus-client (dashboards and tests/server read them).
+    #[test]
+    fn names_and_types_are_kept() {
+        let m = Metrics::default();
+        m.count_status(503);
+        Metrics::add(&m.generation_tokens, 7);
+        m.publish(
+            2,
+            3,
+            PoolStats {
+                blocks: 10,
+                held: 4,
+                cached: 1,
+                free: 5,
+            },
+        );
+        let t = m.render();
+        let types: Vec<(&str, &str)> = t
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| l.split_once(' ').unwrap())
+            .collect();
+        let want = [
+            ("superinfer_requests_total", "counter"),
+            ("superinfer_prompt_tokens_total", "counter"),
+            ("superinfer_generation_tokens_total", "counter"),
+            ("superinfer_prompt_tokens_cached_total", "counter"),
+            ("superinfer_spec_decode_draft_tokens_total", "counter"),
+            ("superinfer_spec_decode_accepted_tokens_total", "counter"),
+            ("superinfer_time_to_first_token_seconds", "histogram"),
+            ("superinfer_inter_token_latency_seconds", "histogram"),
+            ("superinfer_request_duration_seconds", "histogram"),
+            ("superinfer_requests_running", "gauge"),
+            ("superinfer_requests_waiting", "gauge"),
+            ("superinfer_kv_blocks_used", "gauge"),
+            ("superinfer_kv_blocks_cached", "gauge"),
+            ("superinfer_kv_blocks_free", "gauge"),
+            ("superinfer_kv_blocks_total", "gauge"),
+        ];
+        assert_eq!(types, want, "{t}");
+        for (key, v) in [
+            ("superinfer_requests_total{status=\"503\"}", 1.0),
+            ("superinfer_generation_tokens_total", 7.0),
+            ("superinfer_prompt_tokens_total", 0.0),
+            ("superinfer_requests_running", 2.0),
+            ("superinfer_requests_waiting", 3.0),
+            ("superinfer_kv_blocks_used", 4.0),
+            ("superinfer_kv_blocks_cached", 1.0),
+            ("superinfer_kv_blocks_free", 5.0),
+            ("superinfer_kv_blocks_total", 10.0),
+        ] {
+            assert_eq!(value(&t, key), Some(v), "{key}: {t}");
+        }
     }
 }

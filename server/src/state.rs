@@ -13,6 +13,7 @@ use superinfer_template::{choose, ChatTemplate, Override};
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::serve_error::ServeError;
 
 /// The loaded model and its scheduler, as the handlers use them.
 pub struct Ready {
@@ -67,33 +68,44 @@ pub struct EngineSetup {
 
 /// Loads the model and serves requests on this thread until `state.stop` is set. Returns an
 /// error if loading fails (the server then exits) or the engine fails.
-pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), String> {
-    let engine = Engine::load(&state.model_path, &setup.engine)
-        .map_err(|e| format!("loading {}: {e}", state.model_path.display()))?;
+pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), ServeError> {
+    let engine =
+        Engine::load(&state.model_path, &setup.engine).map_err(|source| ServeError::Load {
+            path: state.model_path.clone(),
+            source,
+        })?;
     let engine = Arc::new(engine);
-    let template = chat_template(&engine, setup.chat_template.as_deref())?;
+    let template =
+        chat_template(&engine, setup.chat_template.as_deref()).map_err(ServeError::Template)?;
     let draft = match &setup.draft {
-        Some((path, _)) => Some(
-            Engine::load(path, &setup.engine)
-                .map_err(|e| format!("loading the draft model {}: {e}", path.display()))?,
-        ),
+        Some((path, _)) => {
+            Some(
+                Engine::load(path, &setup.engine).map_err(|source| ServeError::LoadDraft {
+                    path: path.clone(),
+                    source,
+                })?,
+            )
+        }
         None => None,
     };
-    let mut sched = Scheduler::new(&engine, &setup.scheduler).map_err(|e| e.to_string())?;
+    let mut sched = Scheduler::new(&engine, &setup.scheduler).map_err(ServeError::Scheduler)?;
     if let (Some(d), Some((path, opts))) = (draft.as_ref(), setup.draft.as_ref()) {
         sched = sched
             .with_draft(d, *opts)
-            .map_err(|e| format!("the draft model {}: {e}", path.display()))?;
-        eprintln!(
-            "superinfer serve: draft model {} loaded in {:.2} s (up to {} tokens a step)",
+            .map_err(|source| ServeError::Draft {
+                path: path.clone(),
+                source,
+            })?;
+        tracing::info!(
+            "draft model {} loaded in {:.2} s (up to {} tokens a step)",
             path.display(),
             d.load_time().as_secs_f64(),
             opts.max
         );
     }
     let client = sched.client();
-    eprintln!(
-        "superinfer serve: {} loaded in {:.2} s ({} isa, {} threads); {} slots of {} tokens, KV cache {:.1} MiB",
+    tracing::info!(
+        "{} loaded in {:.2} s ({} isa, {} threads); {} slots of {} tokens, KV cache {:.1} MiB",
         state.alias,
         engine.load_time().as_secs_f64(),
         engine.isa().name(),
@@ -109,15 +121,14 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Str
         template,
         n_parallel: setup.scheduler.n_parallel,
     };
-    if state.ready.set(ready).is_err() {
-        return Err("the engine was loaded twice".into());
-    }
+    // this thread is the only one that sets it, once
+    let _ = state.ready.set(ready);
     let metrics = &state.metrics;
     sched
         .run_observed(&state.stop, |s, _| {
             metrics.publish(s.running(), client.waiting(), s.pool_stats())
         })
-        .map_err(|e| format!("the engine failed: {e}"))?;
+        .map_err(ServeError::Engine)?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 pub mod cpu;
 mod engine;
+mod error;
 mod load;
 pub mod mem;
 mod model_files;
@@ -13,11 +14,9 @@ pub mod scheduler;
 mod session;
 pub mod speculative;
 
-use std::fmt;
-use std::path::Path;
-
 pub use engine::{Engine, EngineOptions};
-pub use load::MappedFile;
+pub use error::{chain, Chain, Error};
+pub use load::{MappedFile, OpenError};
 pub use model_files::ModelFiles;
 pub use perplexity::{perplexity, Perplexity, PerplexityOptions};
 pub use scheduler::{Scheduler, SchedulerOptions};
@@ -35,43 +34,4 @@ pub fn random_seed() -> u64 {
         .unwrap_or(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     (t as u64) ^ (u64::from(std::process::id()) << 32) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-/// Errors of the runtime: core errors with the context of where they happened.
-#[derive(Debug)]
-pub enum Error {
-    Io(String),
-    Model {
-        path: String,
-        source: superinfer_core::Error,
-    },
-    Core(superinfer_core::Error),
-    Usage(String),
-}
-
-impl Error {
-    pub(crate) fn model(path: &Path, source: superinfer_core::Error) -> Error {
-        Error::Model {
-            path: path.display().to_string(),
-            source,
-        }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Io(m) | Error::Usage(m) => f.write_str(m),
-            Error::Model { path, source } => write!(f, "{path}: {source}"),
-            Error::Core(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<superinfer_core::Error> for Error {
-    fn from(e: superinfer_core::Error) -> Error {
-        Error::Core(e)
-    }
 }

@@ -1,7 +1,7 @@
 //! Memory-mapping a GGUF file, and the memory its weights are repacked into.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use memmap2::{Mmap, MmapMut};
 
@@ -15,24 +15,51 @@ pub struct MappedFile {
     map: Mmap,
 }
 
+/// Why a model file could not be mapped; the `io::Error` is the [source].
+///
+/// [source]: std::error::Error::source
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot open model '{}'", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot stat '{}'", path.display())]
+    Stat {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("'{}' is a directory, not a GGUF file", path.display())]
+    Directory { path: PathBuf },
+    #[error("cannot map '{}'", path.display())]
+    Map {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 impl MappedFile {
-    pub fn open(path: &Path) -> Result<MappedFile, String> {
-        let file =
-            File::open(path).map_err(|e| format!("cannot open model '{}': {e}", path.display()))?;
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("cannot stat '{}': {e}", path.display()))?;
+    pub fn open(path: &Path) -> Result<MappedFile, OpenError> {
+        let path_buf = || path.to_path_buf();
+        let file = File::open(path).map_err(|source| OpenError::Open {
+            path: path_buf(),
+            source,
+        })?;
+        let meta = file.metadata().map_err(|source| OpenError::Stat {
+            path: path_buf(),
+            source,
+        })?;
         if meta.is_dir() {
-            return Err(format!(
-                "'{}' is a directory, not a GGUF file",
-                path.display()
-            ));
+            return Err(OpenError::Directory { path: path_buf() });
         }
         // SAFETY: the mapping is read-only; as with every mmap-based loader, the file must not
         // be truncated while it is in use (that would fault, not corrupt memory safety of
         // our own data structures beyond what the OS guarantees).
-        let map = unsafe { Mmap::map(&file) }
-            .map_err(|e| format!("cannot map '{}': {e}", path.display()))?;
+        let map = unsafe { Mmap::map(&file) }.map_err(|source| OpenError::Map {
+            path: path_buf(),
+            source,
+        })?;
         #[cfg(unix)]
         {
             let _ = map.advise(memmap2::Advice::WillNeed);

@@ -33,10 +33,7 @@ impl ModelFiles {
     /// Maps the file at `path` alone (see [`Self::open_siblings`]).
     pub fn open_first(path: &Path) -> Result<ModelFiles, Error> {
         Ok(ModelFiles {
-            files: vec![(
-                path.to_path_buf(),
-                MappedFile::open(path).map_err(Error::Io)?,
-            )],
+            files: vec![(path.to_path_buf(), MappedFile::open(path)?)],
         })
     }
 
@@ -60,14 +57,14 @@ impl ModelFiles {
                     s.count
                 ),
             };
-            return Err(Error::Usage(format!(
+            return Err(Error::Shards(format!(
                 "{shown} is shard {} of {} of a split model (gguf-split): load the first shard, {first}",
                 s.no as u32 + 1,
                 s.count
             )));
         }
         let Some(prefix) = prefix else {
-            return Err(Error::Usage(format!(
+            return Err(Error::Shards(format!(
                 "{shown} is the first of {} shards of a split model (gguf-split), but its name \
                  does not end in {}, so the other shards cannot be found by name (give the \
                  shards the names llama-gguf-split writes)",
@@ -93,7 +90,7 @@ impl ModelFiles {
                     missing[n - 1]
                 ),
             };
-            return Err(Error::Io(format!(
+            return Err(Error::Shards(format!(
                 "{shown} is the first of {} shards of a split model (gguf-split), and {} \
                  missing: {list}",
                 s.count,
@@ -105,7 +102,7 @@ impl ModelFiles {
             )));
         }
         for p in siblings {
-            let map = MappedFile::open(&p).map_err(Error::Io)?;
+            let map = MappedFile::open(&p)?;
             self.files.push((p, map));
         }
         Ok(())

@@ -70,7 +70,7 @@ fn outputs(path: &Path, opts: &EngineOptions) -> (Vec<Vec<u32>>, Vec<u32>) {
 fn error(path: &Path) -> String {
     match Engine::load(path, &EngineOptions::default()) {
         Ok(_) => panic!("{} loaded", path.display()),
-        Err(e) => e.to_string(),
+        Err(e) => superinfer_runtime::chain(&e),
     }
 }
 

@@ -136,7 +136,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 no_repack: a.no_repack,
             },
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| superinfer_runtime::chain(&e))?;
         let load_peak_rss = peak_rss_bytes();
         let kinds: Vec<(usize, usize)> = [(a.n_prompt, 0), (0, a.n_gen)]
             .into_iter()

@@ -81,7 +81,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             isa,
             no_repack: a.no_repack,
         };
-        let engine = Engine::load(&a.model, &opts).map_err(|e| e.to_string())?;
+        let engine = Engine::load(&a.model, &opts).map_err(|e| superinfer_runtime::chain(&e))?;
         let target_args = ModelArgs {
             model: a.model.clone(),
             threads: t,

@@ -26,8 +26,8 @@ pub fn run(a: &GgufSplitArgs) -> Result<(), String> {
         (None, Some(n)) => SplitBy::Tensors(n),
         (None, None) => SplitBy::Tensors(DEFAULT_MAX_TENSORS),
     };
-    let files = ModelFiles::open(&a.input).map_err(|e| e.to_string())?;
-    let f = files.parse().map_err(|e| e.to_string())?;
+    let files = ModelFiles::open(&a.input).map_err(|e| superinfer_runtime::chain(&e))?;
+    let f = files.parse().map_err(|e| superinfer_runtime::chain(&e))?;
     let input = a.input.display();
     let mut plan = plan_split(&f, by).map_err(|e| format!("{input}: {e}"))?;
     if a.no_tensor_first_split {

@@ -10,8 +10,8 @@ use crate::args::InfoArgs;
 pub fn run(a: &InfoArgs) -> Result<(), String> {
     let mut o = String::new();
     // a split model: the first shard's metadata, every shard's tensors
-    let files = ModelFiles::open(&a.model).map_err(|e| e.to_string())?;
-    let f = files.parse().map_err(|e| e.to_string())?;
+    let files = ModelFiles::open(&a.model).map_err(|e| superinfer_runtime::chain(&e))?;
+    let f = files.parse().map_err(|e| superinfer_runtime::chain(&e))?;
     let size = files.total_size();
     let arch = f
         .get_str(keys::GENERAL_ARCHITECTURE)

@@ -38,7 +38,7 @@ pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
         if tty {
             eprintln!();
         }
-        e.to_string()
+        superinfer_runtime::chain(&e)
     })?;
     if tty {
         eprintln!(" done in {:.2} s", t.elapsed().as_secs_f64());

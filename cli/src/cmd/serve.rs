@@ -1,11 +1,13 @@
 //! `superinfer serve`: the OpenAI-compatible server (see the superinfer-server crate).
 
+use std::time::Duration;
 use superinfer_runtime::scheduler::{Lookup, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM};
 use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{EngineOptions, SchedulerOptions};
-use superinfer_server::ServeOptions;
 
-use crate::args::ServeArgs;
+use superinfer_server::{LogFormat, ServeOptions};
+
+use crate::args::{LogFormatArg, ServeArgs};
 
 pub fn run(a: &ServeArgs) -> Result<(), String> {
     if a.body_limit_mib == 0 {
@@ -77,6 +79,11 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
                 },
             )
         }),
+        log_format: match a.log_format {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        },
+        shutdown_timeout: Duration::from_secs_f64(a.shutdown_timeout),
     };
-    superinfer_server::serve(o)
+    superinfer_server::serve(o).map_err(|e| superinfer_runtime::chain(&e))
 }

@@ -5,13 +5,12 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -22,8 +21,10 @@ use superinfer_runtime::scheduler::{
 };
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use super::body;
+use super::{blocking, body};
 use crate::error::ApiError;
+use crate::log::RequestNote;
+use crate::metrics::Metrics;
 use crate::openai::{self, Answer, Api};
 use crate::params::{self, Params, Prompt};
 use crate::state::AppState;
@@ -39,41 +40,54 @@ impl EventSink for Sink {
 
 pub async fn chat(
     State(st): State<Arc<AppState>>,
+    note: Option<Extension<RequestNote>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t0 = Instant::now();
-    let (obj, p) = request(&st, raw, Endpoint::Chat)?;
-    let messages = params::messages(&obj)?;
-    let text = st
-        .ready()?
-        .template
-        .render_json(&messages, true)
-        .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
-    let prompt = encode(&st, &text)?;
-    generate(st, prompt, p, Api::Chat, t0).await
+    let raw = body(raw)?;
+    let s = st.clone();
+    let (prompt, p) = blocking(move || {
+        let (obj, p) = request(&s, &raw, Endpoint::Chat)?;
+        let messages = params::messages(&obj)?;
+        let text = s
+            .ready()?
+            .template
+            .render_json(&messages, true)
+            .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
+        Ok((encode(&s, &text)?, p))
+    })
+    .await?;
+    generate(st, prompt, p, Api::Chat, t0, note.map(|n| n.0)).await
 }
 
 pub async fn completions(
     State(st): State<Arc<AppState>>,
+    note: Option<Extension<RequestNote>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t0 = Instant::now();
-    let (obj, p) = request(&st, raw, Endpoint::Completions)?;
-    let prompt = match params::prompt(&obj)? {
-        Prompt::Text(t) => encode(&st, &t)?,
-        Prompt::Tokens(ids) => ids,
-    };
-    generate(st, prompt, p, Api::Completions, t0).await
+    let raw = body(raw)?;
+    let s = st.clone();
+    let (prompt, p) = blocking(move || {
+        let (obj, p) = request(&s, &raw, Endpoint::Completions)?;
+        let prompt = match params::prompt(&obj)? {
+            Prompt::Text(t) => encode(&s, &t)?,
+            Prompt::Tokens(ids) => ids,
+        };
+        Ok((prompt, p))
+    })
+    .await?;
+    generate(st, prompt, p, Api::Completions, t0, note.map(|n| n.0)).await
 }
 
 /// A generation request's body and its shared parameters, once the model is loaded and the
 /// request names it (or no model).
 fn request(
     st: &AppState,
-    raw: Result<Bytes, BytesRejection>,
+    raw: &[u8],
     endpoint: Endpoint,
 ) -> Result<(Map<String, Value>, Params), ApiError> {
-    let obj = params::object(&body(raw)?)?;
+    let obj = params::object(raw)?;
     st.ready()?;
     let p = Params::parse(&obj, endpoint)?;
     check_model(st, p.gen.model.as_deref())?;
@@ -111,6 +125,10 @@ struct Run {
     generated: usize,
     /// Whether the request asked for log-probabilities.
     want_logprobs: bool,
+    /// The request log's note (tokens and how the request ended).
+    note: Option<RequestNote>,
+    /// Whether the request ended (else dropping the run cancels it).
+    ended: bool,
 }
 
 impl Run {
@@ -128,19 +146,30 @@ impl Run {
         self.generated += 1;
     }
 
-    fn on_done(&self, c: &Completion) {
+    fn on_done(&mut self, c: &Completion) {
         let m = &self.st.metrics;
         m.e2e.observe(self.t0.elapsed());
-        m.prompt_tokens
-            .fetch_add(c.prompt_tokens as u64, Ordering::Relaxed);
-        m.cached_tokens
-            .fetch_add(c.cached_tokens as u64, Ordering::Relaxed);
-        m.generation_tokens
-            .fetch_add(self.generated as u64, Ordering::Relaxed);
-        m.draft_tokens
-            .fetch_add(c.drafted_tokens as u64, Ordering::Relaxed);
-        m.draft_accepted_tokens
-            .fetch_add(c.accepted_tokens as u64, Ordering::Relaxed);
+        Metrics::add(&m.prompt_tokens, c.prompt_tokens);
+        Metrics::add(&m.cached_tokens, c.cached_tokens);
+        Metrics::add(&m.generation_tokens, self.generated);
+        Metrics::add(&m.draft_tokens, c.drafted_tokens);
+        Metrics::add(&m.draft_accepted_tokens, c.accepted_tokens);
+        self.end(openai::finish_reason(c.stop));
+    }
+
+    /// The request failed: the log line says why.
+    fn on_error(&mut self, e: &RequestError) {
+        if let Some(n) = &self.note {
+            n.error(&e.to_string());
+        }
+        self.end("error");
+    }
+
+    fn end(&mut self, finish: &'static str) {
+        self.ended = true;
+        if let Some(n) = &self.note {
+            n.generation(self.answer.prompt_tokens, self.generated, finish);
+        }
     }
 
     async fn next(&mut self) -> Event {
@@ -151,12 +180,22 @@ impl Run {
     }
 }
 
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !self.ended {
+            // the client went away (its ticket, dropped with the run, cancels the request)
+            self.end("cancelled");
+        }
+    }
+}
+
 async fn generate(
     st: Arc<AppState>,
     prompt: Vec<u32>,
     p: Params,
     api: Api,
     t0: Instant,
+    note: Option<RequestNote>,
 ) -> Result<Response, ApiError> {
     let ready = st.ready()?;
     let draft_model = p.spec.draft_model(st.draft_max);
@@ -206,10 +245,13 @@ async fn generate(
         last: None,
         generated: 0,
         want_logprobs: p.logprobs.is_some(),
+        note,
+        ended: false,
     };
     // a request refused before its first token gets the error's own status
     let first = run.next().await;
     if let Event::Error(e) = first {
+        run.end("error");
         return Err(e.into());
     }
     if p.stream {
@@ -269,7 +311,10 @@ async fn collect(mut run: Run, first: Event) -> Result<Response, ApiError> {
                 );
                 return Ok(Json(body).into_response());
             }
-            Event::Error(e) => return Err(e.into()),
+            Event::Error(e) => {
+                run.on_error(&e);
+                return Err(e.into());
+            }
         }
         ev = run.next().await;
     }
@@ -320,6 +365,7 @@ impl Streaming {
                 self.done = true;
             }
             Event::Error(e) => {
+                self.run.on_error(&e);
                 let err = ApiError::from(e);
                 self.queue.push_back(data(&err.body()));
                 self.done = true;

@@ -34,6 +34,18 @@ pub fn body(raw: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
+/// Runs CPU work (parsing a big body, tokenizing, rendering a chat template) on tokio's
+/// blocking pool: on the two async workers it would stall every stream they serve.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        Err(ApiError::internal(format!(
+            "the request's work failed: {e}"
+        )))
+    })
+}
+
 pub async fn health(State(st): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
     st.ready()?;
     Ok(Json(json!({ "status": "ok" })))
@@ -41,7 +53,7 @@ pub async fn health(State(st): State<Arc<AppState>>) -> Result<Json<Value>, ApiE
 
 pub async fn metrics(State(st): State<Arc<AppState>>) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         st.metrics.render(),
     )
         .into_response()
@@ -85,68 +97,81 @@ pub async fn props(State(st): State<Arc<AppState>>) -> Result<Json<Value>, ApiEr
 pub async fn tokenize(
     State(st): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let obj = params::object(&body(raw)?)?;
-    let r = st.ready()?;
-    let f = Fields(&obj);
-    let content = f
-        .str("content")?
-        .ok_or_else(|| ApiError::param("content", "'content' is required"))?;
-    let add_special = f.bool("add_special")?.unwrap_or(false);
-    let parse_special = f.bool("parse_special")?.unwrap_or(true);
-    let tokens = r
-        .engine
-        .tokenizer()
-        .encode(content, add_special, parse_special)
-        .map_err(|e| ApiError::invalid(e.to_string()))?;
-    Ok(Json(json!({ "tokens": tokens })))
+) -> Result<Response, ApiError> {
+    let raw = body(raw)?;
+    blocking(move || {
+        let obj = params::object(&raw)?;
+        let r = st.ready()?;
+        let f = Fields(&obj);
+        let content = f
+            .str("content")?
+            .ok_or_else(|| ApiError::param("content", "'content' is required"))?;
+        let add_special = f.bool("add_special")?.unwrap_or(false);
+        let parse_special = f.bool("parse_special")?.unwrap_or(true);
+        let tokens = r
+            .engine
+            .tokenizer()
+            .encode(content, add_special, parse_special)
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        // (serialized here: a million ids take a while too)
+        Ok(Json(json!({ "tokens": tokens })).into_response())
+    })
+    .await
 }
 
 pub async fn detokenize(
     State(st): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let obj = params::object(&body(raw)?)?;
-    let r = st.ready()?;
-    let tok = r.engine.tokenizer();
-    let ids = match Fields(&obj).get("tokens") {
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|v| {
-                v.as_u64()
-                    .filter(|&id| (id as usize) < tok.vocab_size())
-                    .map(|id| id as u32)
-            })
-            .collect::<Option<Vec<u32>>>()
-            .ok_or_else(|| {
-                ApiError::param(
+) -> Result<Response, ApiError> {
+    let raw = body(raw)?;
+    blocking(move || {
+        let obj = params::object(&raw)?;
+        let r = st.ready()?;
+        let tok = r.engine.tokenizer();
+        let ids = match Fields(&obj).get("tokens") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_u64()
+                        .filter(|&id| (id as usize) < tok.vocab_size())
+                        .map(|id| id as u32)
+                })
+                .collect::<Option<Vec<u32>>>()
+                .ok_or_else(|| {
+                    ApiError::param(
+                        "tokens",
+                        format!("'tokens' must be token ids below {}", tok.vocab_size()),
+                    )
+                })?,
+            _ => {
+                return Err(ApiError::param(
                     "tokens",
-                    format!("'tokens' must be token ids below {}", tok.vocab_size()),
-                )
-            })?,
-        _ => {
-            return Err(ApiError::param(
-                "tokens",
-                "'tokens' must be an array of token ids",
-            ))
-        }
-    };
-    Ok(Json(json!({ "content": tok.decode(&ids, true) })))
+                    "'tokens' must be an array of token ids",
+                ))
+            }
+        };
+        Ok(Json(json!({ "content": tok.decode(&ids, true) })).into_response())
+    })
+    .await
 }
 
 pub async fn apply_template(
     State(st): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let obj = params::object(&body(raw)?)?;
-    let r = st.ready()?;
-    let messages = params::messages(&obj)?;
-    let add = Fields(&obj).bool("add_generation_prompt")?.unwrap_or(true);
-    let prompt = r
-        .template
-        .render_json(&messages, add)
-        .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
-    Ok(Json(json!({ "prompt": prompt })))
+) -> Result<Response, ApiError> {
+    let raw = body(raw)?;
+    blocking(move || {
+        let obj = params::object(&raw)?;
+        let r = st.ready()?;
+        let messages = params::messages(&obj)?;
+        let add = Fields(&obj).bool("add_generation_prompt")?.unwrap_or(true);
+        let prompt = r
+            .template
+            .render_json(&messages, add)
+            .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
+        Ok(Json(json!({ "prompt": prompt })).into_response())
+    })
+    .await
 }
 
 pub async fn not_found() -> ApiError {
