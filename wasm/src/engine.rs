@@ -302,8 +302,9 @@ impl Engine {
     /// tokens emitted (one, or none when the generation ended without a token of its own: an
     /// end-of-generation token), `id` the last of them or null, `finish` null while
     /// generation goes on, else `"stop"` (end of generation or a stop string) or `"length"`
-    /// (`max_tokens` or a full context), `generated` the tokens sampled so far (an
-    /// end-of-generation token counts, as in the server's usage).
+    /// (`max_tokens` or a full context), `generated` the tokens of the answer so far (the
+    /// usage's `completion_tokens`, as the server counts them: an end-of-generation token is
+    /// not one).
     pub fn next_token(&mut self) -> Result<Value> {
         let g = self.gen.as_mut().ok_or_else(no_generation)?;
         if g.gen.stop().is_some() || g.fed < g.gen.prompt_len() {
@@ -334,7 +335,7 @@ impl Engine {
             "ids": ids,
             "text": text,
             "finish": finish,
-            "generated": g.gen.generated(),
+            "generated": g.gen.emitted(),
         }))
     }
 

@@ -30,8 +30,6 @@ struct Answer {
     ids: Vec<u32>,
     text: String,
     finish: &'static str,
-    /// Tokens sampled (an end-of-generation token counts).
-    generated: usize,
 }
 
 fn finish_reason(s: StopReason) -> &'static str {
@@ -55,11 +53,13 @@ fn session(e: &Native, prompt: &[u32], p: &GenerateParams) -> (Answer, StopReaso
             ControlFlow::Continue(())
         })
         .unwrap();
+    // an end-of-generation token is sampled, not part of the answer
+    let eog = usize::from(stats.stop == StopReason::EndOfGeneration);
+    assert_eq!(stats.generated_tokens, ids.len() + eog);
     let a = Answer {
         ids,
         text,
         finish: finish_reason(stats.stop),
-        generated: stats.generated_tokens,
     };
     (a, stats.stop)
 }
@@ -101,11 +101,12 @@ fn scheduled(e: &Native, prompt: &[u32], p: &GenerateParams) -> (Answer, StopRea
     h1.wait().unwrap();
     h2.wait().unwrap();
     let (ids, text, done) = h.wait().unwrap();
+    let eog = usize::from(done.stop == StopReason::EndOfGeneration);
+    assert_eq!(done.generated_tokens, ids.len() + eog);
     let a = Answer {
         ids,
         text,
         finish: finish_reason(done.stop),
-        generated: done.generated_tokens,
     };
     (a, done.stop)
 }
@@ -133,13 +134,9 @@ fn package(e: &mut Package, prompt: &[u32], p: &GenerateParams) -> Answer {
         text.push_str(t["text"].as_str().unwrap());
         if let Value::String(f) = &t["finish"] {
             let finish = if f == "stop" { "stop" } else { "length" };
-            let generated = t["generated"].as_u64().unwrap() as usize;
-            return Answer {
-                ids,
-                text,
-                finish,
-                generated,
-            };
+            // the usage's completion_tokens: the answer's tokens
+            assert_eq!(t["generated"].as_u64(), Some(ids.len() as u64));
+            return Answer { ids, text, finish };
         }
     }
 }
@@ -183,11 +180,10 @@ fn every_frontend_applies_the_same_rules() {
     };
 
     // the model answers and ends: an end-of-generation token, which is not part of the
-    // answer but counts as generated
+    // answer (each frontend's count of sampled tokens includes it: asserted above)
     let (ends, why) = run(&GenerateParams::from(48), &mut pkg);
     assert_eq!(why, StopReason::EndOfGeneration, "{ends:?}");
     assert!(ends.text.contains("Paris"), "{ends:?}");
-    assert_eq!(ends.generated, ends.ids.len() + 1);
 
     // ignore_eos: end-of-generation tokens are masked, the answer goes on to max_tokens
     // from where the model would have ended

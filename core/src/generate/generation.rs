@@ -175,9 +175,16 @@ impl Generation {
         self.prompt_len
     }
 
-    /// Tokens sampled so far (an end-of-generation token counts, as in llama-server).
+    /// Tokens sampled so far (an end-of-generation token counts, as llama.cpp's `n_decoded`):
+    /// what `max_tokens` and the decode rates count.
     pub fn generated(&self) -> usize {
         self.generated
+    }
+
+    /// Tokens of the answer so far (an end-of-generation token is not one): what an API's
+    /// `completion_tokens` reports, one per token streamed.
+    pub fn emitted(&self) -> usize {
+        self.history.len() - self.prompt_len
     }
 
     /// Why the generation ended, once it has.
