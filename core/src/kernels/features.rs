@@ -66,10 +66,6 @@ impl Feature {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Feature> {
-        Feature::ALL.into_iter().find(|f| f.name() == s)
-    }
-
     fn bit(self) -> u16 {
         1 << self as u16
     }

@@ -273,6 +273,42 @@ fn every_isa_table_covers_every_weight_type() {
     }
 }
 
+/// Detection claims only features of the target it runs on, and `available` lists an ISA
+/// only with every feature its kernels are compiled for.
+#[test]
+fn detected_features_belong_to_this_target() {
+    use Feature::*;
+    let f = CpuFeatures::detect();
+    let own: &[Feature] = if cfg!(target_arch = "x86_64") {
+        &[Avx2, Fma, F16c, Avx512f, Avx512bw, Avx512vl, Avx512vnni]
+    } else if cfg!(target_arch = "aarch64") {
+        &[Neon, Dotprod]
+    } else if cfg!(target_arch = "wasm32") {
+        &[Simd128]
+    } else {
+        &[]
+    };
+    for feature in Feature::ALL {
+        assert!(
+            !f.has(feature) || own.contains(&feature),
+            "{} detected on another target",
+            feature.name()
+        );
+    }
+    let needs: &[(Isa, &[Feature])] = &[
+        (Isa::Avx2, &[Avx2, Fma, F16c]),
+        (Isa::Avx512, &[Avx512f, Avx512bw, Avx512vl, Avx2, Fma, F16c]),
+        (Isa::Neon, &[Neon]),
+        (Isa::Simd128, &[Simd128]),
+    ];
+    for &(isa, features) in needs {
+        if f.available().contains(&isa) {
+            assert!(features.iter().all(|&x| f.has(x)), "{}", isa.name());
+        }
+    }
+    assert_eq!(f.available().last(), Some(&Isa::Scalar));
+}
+
 #[test]
 fn unavailable_isa_is_an_error() {
     let none = CpuFeatures::default();
