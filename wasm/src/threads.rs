@@ -398,8 +398,12 @@ mod tests {
                 std::thread::yield_now();
             }
             pool.set_threads(helpers + 1);
-            body(&pool);
+            // a failing body still stops the helpers (the scope waits for them)
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&pool)));
             pool.stop();
+            if let Err(p) = r {
+                std::panic::resume_unwind(p);
+            }
         });
         assert_eq!(pool.started(), 0);
     }
@@ -457,6 +461,43 @@ mod tests {
             }
             check_once(&pool, 50);
             pool.stop();
+        });
+    }
+
+    /// Where panics unwind (here, natively), a panic in the caller's item still waits for the
+    /// helpers inside the job: no call of `f` outlives `for_each` (`Parallel`'s contract).
+    #[test]
+    fn a_panicking_caller_waits_for_the_helpers() {
+        with_helpers(2, |pool| {
+            let caller = std::thread::current().id();
+            let running = AtomicU64::new(0);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // each helper holds at most one item (they take long), so the caller gets one
+                pool.for_each(3, &|_| {
+                    if std::thread::current().id() == caller {
+                        // fail once a helper is inside an item
+                        let start = std::time::Instant::now();
+                        while running.load(Ordering::SeqCst) == 0
+                            && start.elapsed() < std::time::Duration::from_secs(1)
+                        {
+                            std::thread::yield_now();
+                        }
+                        panic!("the caller's item failed");
+                    }
+                    running.fetch_add(1, Ordering::SeqCst);
+                    // (longer than the caller's panic takes to unwind, backtrace included)
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                })
+            }));
+            assert!(r.is_err());
+            assert_eq!(
+                running.load(Ordering::SeqCst),
+                0,
+                "a helper still ran an item"
+            );
+            // and the pool takes the next job
+            check_once(pool, 100);
         });
     }
 
