@@ -32,27 +32,6 @@ impl Rng {
     }
 }
 
-fn features() -> CpuFeatures {
-    CpuFeatures {
-        simd128: cfg!(target_feature = "simd128"),
-        #[cfg(target_arch = "x86_64")]
-        avx2: std::is_x86_feature_detected!("avx2"),
-        #[cfg(target_arch = "x86_64")]
-        fma: std::is_x86_feature_detected!("fma"),
-        #[cfg(target_arch = "x86_64")]
-        f16c: std::is_x86_feature_detected!("f16c"),
-        #[cfg(target_arch = "x86_64")]
-        avx512f: std::is_x86_feature_detected!("avx512f"),
-        #[cfg(target_arch = "x86_64")]
-        avx512bw: std::is_x86_feature_detected!("avx512bw"),
-        #[cfg(target_arch = "x86_64")]
-        avx512vl: std::is_x86_feature_detected!("avx512vl"),
-        #[cfg(target_arch = "x86_64")]
-        avx512vnni: std::is_x86_feature_detected!("avx512vnni"),
-        ..Default::default()
-    }
-}
-
 /// Median seconds of `f` over runs filling about a quarter second.
 fn time(mut f: impl FnMut()) -> f64 {
     f();
@@ -87,7 +66,7 @@ fn main() {
             .map(|a| GgmlType::from_name(a).unwrap_or_else(|| panic!("unknown format {a}")))
             .collect()
     };
-    let k = kernels::select(&features(), None).expect("a kernel table");
+    let k = kernels::select(&CpuFeatures::detect(), None).expect("a kernel table");
     println!(
         "kernel_speed: isa {}, GB/s of weights (N tokens: bytes x N / s), one thread",
         k.isa().name()

@@ -1,5 +1,6 @@
-//! superinfer-core: everything needed to run a GGUF language model, with no I/O, no threads
-//! and no CPU detection. Frontends (std-runtime, wasm) bring bytes, threads and `CpuFeatures`.
+//! superinfer-core: everything needed to run a GGUF language model, with no I/O and no
+//! threads. Frontends (std-runtime, wasm) bring bytes and threads; the core detects the CPU's
+//! features itself (`kernels::CpuFeatures::detect`: safe code cannot claim one it lacks).
 //!
 //! Data flow: bytes -> [`gguf::GgufFile`] (zero-copy views) -> [`model::Weights`] -> a
 //! [`model::Step`] over a [`model::KvPool`] (the KV cache) and a [`model::Scratch`] ->
@@ -9,7 +10,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 extern crate alloc;
-#[cfg(test)]
+#[cfg(any(test, feature = "std"))]
 extern crate std;
 
 pub mod error;

@@ -1,8 +1,18 @@
 //! How threads enter the core: the frontends implement [`Parallel`] over their own pool.
 
 /// Runs `f(i)` for every `i` in `0..n`, possibly on several threads, and returns when all
-/// calls have finished. Implementations must call `f` exactly once per index.
-pub trait Parallel: Sync {
+/// calls have finished.
+///
+/// # Safety
+/// [`DisjointSlice`]'s users hand the piece of index `i` to `f(i)` as a `&mut`, so an
+/// implementation must:
+/// - call `f` at most once per index in `0..n`, and never for another index (two calls for
+///   one index would hold two `&mut` to the same piece);
+/// - return only after every call has finished, and call nothing after (the pieces borrow a
+///   slice that the caller may use or free once this returns); the same holds when it
+///   unwinds instead of returning (a call panicked);
+/// - when it returns normally, have called `f` exactly once for every index in `0..n`.
+pub unsafe trait Parallel: Sync {
     fn for_each(&self, n: usize, f: &(dyn Fn(usize) + Sync));
     /// Number of workers (used to size work chunks).
     fn threads(&self) -> usize {
@@ -14,7 +24,9 @@ pub trait Parallel: Sync {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Sequential;
 
-impl Parallel for Sequential {
+// SAFETY: one loop on the calling thread: each index once, in order, every call finished
+// when the loop ends (a panic unwinds out of the loop, and no call runs after it).
+unsafe impl Parallel for Sequential {
     fn for_each(&self, n: usize, f: &(dyn Fn(usize) + Sync)) {
         for i in 0..n {
             f(i);
@@ -29,9 +41,12 @@ pub struct DisjointSlice<'a, T> {
     _borrow: core::marker::PhantomData<&'a mut [T]>,
 }
 
-// SAFETY: workers only ever obtain non-overlapping sub-slices (see `chunk`), so sharing the
-// pointer between threads is as safe as handing each its own `&mut` piece.
+// SAFETY: a shared `DisjointSlice` only hands out pieces through the `unsafe` `piece` (and the
+// raw `as_mut_ptr`), whose callers guarantee that no two live pieces overlap (one index of a
+// `Parallel` job, which runs each index once), so sharing the pointer between threads is as
+// safe as handing each thread its own `&mut` piece: `T: Send` is all that needs.
 unsafe impl<T: Send> Sync for DisjointSlice<'_, T> {}
+// SAFETY: it stands for the `&'a mut [T]` it was made from, which is `Send` when `T` is.
 unsafe impl<T: Send> Send for DisjointSlice<'_, T> {}
 
 impl<'a, T> DisjointSlice<'a, T> {

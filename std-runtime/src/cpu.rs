@@ -1,28 +1,11 @@
-//! CPU feature detection (once, at engine creation) and the `SUPERINFER_ISA` override.
+//! The CPU's features (detected by the core, at engine creation) with the L2 size the OS
+//! reports, and the `SUPERINFER_ISA` override.
 
 use superinfer_core::kernels::{CpuFeatures, Isa};
 
-/// Detects what this CPU supports.
+/// What this CPU supports ([`CpuFeatures::detect`]) and its L2 size from sysfs.
 pub fn detect() -> CpuFeatures {
-    #[allow(unused_mut)]
-    let mut f = CpuFeatures::default();
-    #[cfg(target_arch = "x86_64")]
-    {
-        f.avx2 = std::is_x86_feature_detected!("avx2");
-        f.fma = std::is_x86_feature_detected!("fma");
-        f.f16c = std::is_x86_feature_detected!("f16c");
-        f.avx512f = std::is_x86_feature_detected!("avx512f");
-        f.avx512bw = std::is_x86_feature_detected!("avx512bw");
-        f.avx512vl = std::is_x86_feature_detected!("avx512vl");
-        f.avx512vnni = std::is_x86_feature_detected!("avx512vnni");
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        f.neon = std::arch::is_aarch64_feature_detected!("neon");
-        f.dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
-    }
-    f.l2_bytes = l2_bytes().unwrap_or(0);
-    f
+    CpuFeatures::detect().with_l2_bytes(l2_bytes().unwrap_or(0))
 }
 
 /// One core's L2 cache size from Linux's sysfs (`cache/index*/` of cpu0 with level 2 and a
@@ -61,5 +44,45 @@ pub fn isa_from_env() -> Result<Option<Isa>, String> {
             format!("SUPERINFER_ISA='{s}' is not one of scalar, avx2, avx512, neon, simd128")
         }),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use superinfer_core::kernels::Feature;
+
+    /// The core's own detection (cpuid and XCR0) agrees with std's on every feature the
+    /// kernel tables use.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn detection_agrees_with_std() {
+        let f = super::detect();
+        for feature in Feature::ALL {
+            let std = match feature {
+                Feature::Avx2 => std::is_x86_feature_detected!("avx2"),
+                Feature::Fma => std::is_x86_feature_detected!("fma"),
+                Feature::F16c => std::is_x86_feature_detected!("f16c"),
+                Feature::Avx512f => std::is_x86_feature_detected!("avx512f"),
+                Feature::Avx512bw => std::is_x86_feature_detected!("avx512bw"),
+                Feature::Avx512vl => std::is_x86_feature_detected!("avx512vl"),
+                Feature::Avx512vnni => std::is_x86_feature_detected!("avx512vnni"),
+                Feature::Neon | Feature::Dotprod | Feature::Simd128 => false,
+            };
+            assert_eq!(f.has(feature), std, "{}", feature.name());
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "aarch64")]
+    fn detection_agrees_with_std() {
+        let f = super::detect();
+        assert_eq!(
+            f.has(Feature::Neon),
+            std::arch::is_aarch64_feature_detected!("neon")
+        );
+        assert_eq!(
+            f.has(Feature::Dotprod),
+            std::arch::is_aarch64_feature_detected!("dotprod")
+        );
     }
 }

@@ -141,7 +141,14 @@ fn worker(s: &Shared) {
     }
 }
 
-impl Parallel for ThreadPool {
+// SAFETY: every call of `f` comes from `run_items`, which claims each index of `0..n` once
+// from the shared counter `next` (`fetch_add`: no index twice, none past `n`), on the caller
+// or on a worker inside the job's gate. The caller runs `run_items` until the counter is
+// exhausted, so every index is claimed when it closes the gate; it then waits until no worker
+// is inside (a worker leaves only after its `run_items` returned) before it returns or
+// resumes a panic, so no call runs after. A worker that joins later finds the gate closed
+// and runs nothing. When no call panicked, every index was claimed and run exactly once.
+unsafe impl Parallel for ThreadPool {
     fn for_each(&self, n: usize, f: &(dyn Fn(usize) + Sync)) {
         if self.workers.is_empty() || n <= 1 {
             (0..n).for_each(f);
@@ -149,7 +156,7 @@ impl Parallel for ThreadPool {
         }
         let _one_at_a_time = self.submit.lock().unwrap_or_else(|e| e.into_inner());
         let s = &*self.shared;
-        // SAFETY (lifetime erasure): we wait below until every worker that joined the job has
+        // SAFETY: (lifetime erasure) we wait below until every worker that joined the job has
         // left it, and close it first so no other can join, so the borrow of `f` (and of
         // `fref`, which `job` points to) outlives all uses.
         let fref: &'static JobFn =

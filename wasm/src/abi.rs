@@ -31,11 +31,7 @@ thread_local! {
 /// The kernels this build runs: simd128 when compiled with it (all current browsers and
 /// Node have it), else scalar.
 pub fn kernels() -> Kernels {
-    let f = CpuFeatures {
-        simd128: cfg!(target_feature = "simd128"),
-        ..Default::default()
-    };
-    kernels::select(&f, None).unwrap_or_else(|_| Kernels::scalar())
+    kernels::select(&CpuFeatures::detect(), None).unwrap_or_else(|_| Kernels::scalar())
 }
 
 /// Runs `f` on the state; `Ok(text)` becomes the result and returns `ok`, an error becomes

@@ -213,7 +213,14 @@ impl Pool {
     }
 }
 
-impl Parallel for Pool {
+// SAFETY: as the std pool: every call of `f` comes from `run_items`, which claims each index
+// of `0..n` once from the counter `next`, on the caller or on a helper inside the job's gate;
+// the caller exhausts the counter, closes the gate and waits until no helper is inside before
+// it returns or unwinds (`EndJob`); the small-job and busy paths run `0..n` in a plain loop.
+// A helper that traps mid-item stops running (its instance is dead) and is taken out of the
+// gate by `trapped`; the caller then panics (an abort in wasm) instead of returning with
+// that item unfinished.
+unsafe impl Parallel for Pool {
     fn for_each(&self, n: usize, f: &(dyn Fn(usize) + Sync)) {
         // (`busy` is taken last: when the swap finds it free, it is ours, released below)
         if n <= 1
@@ -223,7 +230,7 @@ impl Parallel for Pool {
             (0..n).for_each(f);
             return;
         }
-        // SAFETY (lifetime erasure): this function returns only after every participant has
+        // SAFETY: (lifetime erasure) this function returns only after every participant has
         // left the job, so `f` and `fref` outlive every use through `job`.
         let fref: &'static JobFn =
             unsafe { core::mem::transmute::<&(dyn Fn(usize) + Sync), &'static JobFn>(f) };
@@ -237,26 +244,11 @@ impl Parallel for Pool {
         if self.sleepers.load(Ordering::SeqCst) > 0 {
             notify(&self.gen, u32::MAX);
         }
+        // ends the job (below, or while `f`'s panic unwinds where panics unwind: the host's
+        // tests) only after every participant has left, so no helper runs `f` after this
+        let end = EndJob(self);
         self.run_items(f, n);
-        // no newcomers from here; wait for the participants (each finishes at most the item
-        // it holds, the counter being exhausted)
-        self.join.close();
-        let mut spins = 0;
-        loop {
-            let j = self.join.word().load(Ordering::Acquire);
-            if self.join.inside() == 0 {
-                break;
-            }
-            if spins < SPINS {
-                spins += 1;
-                core::hint::spin_loop();
-            } else {
-                // a timeout, so that no lost notification can hang it
-                wait(self.join.word(), j, 1_000_000);
-            }
-        }
-        self.job.store(core::ptr::null_mut(), Ordering::Relaxed);
-        self.busy.store(false, Ordering::Release);
+        drop(end);
         if self.poisoned.load(Ordering::SeqCst) {
             panic!("a worker thread trapped during a parallel job; reload the engine");
         }
@@ -264,6 +256,33 @@ impl Parallel for Pool {
 
     fn threads(&self) -> usize {
         self.threads.load(Ordering::Relaxed)
+    }
+}
+
+/// Ends the caller's job when dropped: no newcomers from then on, and it waits for the
+/// participants (each finishes at most the item it holds once the counter is exhausted).
+struct EndJob<'a>(&'a Pool);
+
+impl Drop for EndJob<'_> {
+    fn drop(&mut self) {
+        let pool = self.0;
+        pool.join.close();
+        let mut spins = 0;
+        loop {
+            let j = pool.join.word().load(Ordering::Acquire);
+            if pool.join.inside() == 0 {
+                break;
+            }
+            if spins < SPINS {
+                spins += 1;
+                core::hint::spin_loop();
+            } else {
+                // a timeout, so that no lost notification can hang it
+                wait(pool.join.word(), j, 1_000_000);
+            }
+        }
+        pool.job.store(core::ptr::null_mut(), Ordering::Relaxed);
+        pool.busy.store(false, Ordering::Release);
     }
 }
 
@@ -379,8 +398,12 @@ mod tests {
                 std::thread::yield_now();
             }
             pool.set_threads(helpers + 1);
-            body(&pool);
+            // a failing body still stops the helpers (the scope waits for them)
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&pool)));
             pool.stop();
+            if let Err(p) = r {
+                std::panic::resume_unwind(p);
+            }
         });
         assert_eq!(pool.started(), 0);
     }
@@ -438,6 +461,43 @@ mod tests {
             }
             check_once(&pool, 50);
             pool.stop();
+        });
+    }
+
+    /// Where panics unwind (here, natively), a panic in the caller's item still waits for the
+    /// helpers inside the job: no call of `f` outlives `for_each` (`Parallel`'s contract).
+    #[test]
+    fn a_panicking_caller_waits_for_the_helpers() {
+        with_helpers(2, |pool| {
+            let caller = std::thread::current().id();
+            let running = AtomicU64::new(0);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // each helper holds at most one item (they take long), so the caller gets one
+                pool.for_each(3, &|_| {
+                    if std::thread::current().id() == caller {
+                        // fail once a helper is inside an item
+                        let start = std::time::Instant::now();
+                        while running.load(Ordering::SeqCst) == 0
+                            && start.elapsed() < std::time::Duration::from_secs(1)
+                        {
+                            std::thread::yield_now();
+                        }
+                        panic!("the caller's item failed");
+                    }
+                    running.fetch_add(1, Ordering::SeqCst);
+                    // (longer than the caller's panic takes to unwind, backtrace included)
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                })
+            }));
+            assert!(r.is_err());
+            assert_eq!(
+                running.load(Ordering::SeqCst),
+                0,
+                "a helper still ran an item"
+            );
+            // and the pool takes the next job
+            check_once(pool, 100);
         });
     }
 

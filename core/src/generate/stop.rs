@@ -72,7 +72,6 @@ impl StopStrings {
 mod tests {
     use super::*;
     use alloc::string::ToString;
-    use alloc::vec;
 
     fn push(s: &mut StopStrings, piece: &str) -> (String, bool) {
         let mut out = String::new();
@@ -98,7 +97,7 @@ mod tests {
 
     #[test]
     fn no_stop_strings_passes_text_through() {
-        let mut s = StopStrings::new(&vec![String::new()]);
+        let mut s = StopStrings::new(&[String::new()]);
         assert!(s.is_empty());
         assert_eq!(push(&mut s, "é"), ("é".into(), false));
         let mut rest = String::new();

@@ -2,11 +2,13 @@
 //! filled once by [`select`] from the CPU's features. The scalar kernels in [`generic`] are
 //! always present and are the oracle the per-ISA kernels are tested against.
 //!
-//! The core never detects CPU features itself (it has no OS to ask): the frontend fills a
-//! [`CpuFeatures`] (std: `is_x86_feature_detected!`; wasm: compile-time `simd128`).
+//! The core detects the CPU's features itself ([`CpuFeatures::detect`]: `cpuid` and XCR0 on
+//! x86, the target's features elsewhere), and safe code cannot claim one the CPU lacks: the
+//! table runs code compiled for exactly what a [`CpuFeatures`] says.
 
 #[cfg(target_arch = "aarch64")]
 mod aarch64;
+mod features;
 pub mod generic;
 #[cfg(target_arch = "wasm32")]
 mod wasm32;
@@ -16,27 +18,11 @@ mod x86;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use features::{CpuFeatures, Feature};
+
 use crate::ops::attention::flash::FlashFn;
 use crate::quant::interleaved::{BatchQ8_0Fn, GemmX8Fn, GemvX8Fn, StoreTileFn};
 use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn, VecDotRowsFn};
-
-/// What the CPU can do, as detected by the frontend.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuFeatures {
-    pub avx2: bool,
-    pub fma: bool,
-    pub f16c: bool,
-    pub avx512f: bool,
-    pub avx512bw: bool,
-    pub avx512vl: bool,
-    pub avx512vnni: bool,
-    pub neon: bool,
-    pub dotprod: bool,
-    pub simd128: bool,
-    /// Bytes of one core's L2 cache, when the frontend knows it (0: unknown). The batch
-    /// matmul sizes its blocks of tokens by it.
-    pub l2_bytes: usize,
-}
 
 /// Instruction sets a kernel table can be built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,30 +233,6 @@ impl Kernels {
     }
 }
 
-impl CpuFeatures {
-    /// The ISAs these features can run, best first (scalar is always last).
-    pub fn available(&self) -> alloc::vec::Vec<Isa> {
-        let mut v = alloc::vec::Vec::new();
-        if cfg!(target_arch = "x86_64") {
-            if self.avx512f && self.avx512bw && self.avx512vl && self.avx2 && self.fma && self.f16c
-            {
-                v.push(Isa::Avx512);
-            }
-            if self.avx2 && self.fma && self.f16c {
-                v.push(Isa::Avx2);
-            }
-        }
-        if cfg!(target_arch = "aarch64") && self.neon {
-            v.push(Isa::Neon);
-        }
-        if cfg!(target_arch = "wasm32") && self.simd128 {
-            v.push(Isa::Simd128);
-        }
-        v.push(Isa::Scalar);
-        v
-    }
-}
-
 /// The best table for these features, or the one asked for by `force` (an error names an ISA
 /// this CPU or build cannot run).
 pub fn select(features: &CpuFeatures, force: Option<Isa>) -> Result<Kernels, crate::Error> {
@@ -289,20 +251,25 @@ pub fn select(features: &CpuFeatures, force: Option<Isa>) -> Result<Kernels, cra
     };
     let mut k = Kernels::scalar();
     k.isa = isa;
-    if features.l2_bytes > 0 {
-        k.l2_bytes = features.l2_bytes;
+    if features.l2_bytes() > 0 {
+        k.l2_bytes = features.l2_bytes();
     }
-    // SAFETY (all arms): `available()` only lists an ISA when `features` reports every
-    // target feature its kernels are compiled for.
+    // `isa` is in `available()`, which lists an ISA only when `features` has every target
+    // feature its kernels are compiled for; and a `CpuFeatures` has only features detected on
+    // this CPU (or `assume`d by a caller who vouched for them): the `fill_*` contracts hold.
     match isa {
         Isa::Scalar => {}
         #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2, FMA and F16C are present (`available`, above).
         Isa::Avx2 => unsafe { x86::fill_avx2(&mut k, features) },
         #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512 F/BW/VL with AVX2, FMA and F16C are present (`available`, above).
         Isa::Avx512 => unsafe { x86::fill_avx512(&mut k, features) },
         #[cfg(target_arch = "aarch64")]
+        // SAFETY: NEON is present (`available`, above); dotprod is checked inside.
         Isa::Neon => unsafe { aarch64::fill_neon(&mut k, features) },
         #[cfg(target_arch = "wasm32")]
+        // SAFETY: the module was built with simd128 (`available`, above).
         Isa::Simd128 => unsafe { wasm32::fill_simd128(&mut k, features) },
         #[allow(unreachable_patterns)]
         _ => {

@@ -511,6 +511,7 @@ impl BatchAct {
                     q(row, bytes);
                     continue;
                 }
+                // SAFETY: as for the bytes: row t's blocks are this range's alone.
                 let (sums, offsets, scales) = unsafe {
                     (
                         all_sums.piece(t * blocks, blocks),

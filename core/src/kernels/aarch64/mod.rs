@@ -86,8 +86,8 @@ safe_x8!(neon_x8_k:
 );
 
 /// # Safety
-/// The CPU must support NEON; the SDOT kernels are installed only when `f.dotprod` says the
-/// CPU has the dot-product extension.
+/// The CPU must support NEON; the SDOT kernels are installed only when `f` has `Dotprod`,
+/// meaning the CPU has the dot-product extension.
 pub(super) unsafe fn fill_neon(k: &mut Kernels, f: &CpuFeatures) {
     use GgmlType::*;
     // the kernels read little-endian fields through byte-vector reinterpretation
@@ -97,7 +97,7 @@ pub(super) unsafe fn fill_neon(k: &mut Kernels, f: &CpuFeatures) {
     k.set_vec_dot(F32, dot_f32);
     k.set_vec_dot(F16, dot_f16);
     k.set_vec_dot(BF16, dot_bf16);
-    if f.dotprod {
+    if f.has(super::Feature::Dotprod) {
         k.set_vec_dot(Q4_0, dot_q4_0_sdot);
         k.set_vec_dot(Q4_1, dot_q4_1_sdot);
         k.set_vec_dot(Q5_0, dot_q5_0_sdot);

@@ -179,7 +179,11 @@ fn interleaved_parity_neon() {
     let x8_types = WEIGHT_TYPES
         .into_iter()
         .filter(|&ty| quant::interleaved::supported(ty));
-    if !host_features().dotprod {
+    if !host_features().has(Feature::Dotprod) {
+        assert!(
+            !required("dotprod"),
+            "SUPERINFER_REQUIRE_ISAS requires dotprod, which this CPU lacks"
+        );
         for ty in x8_types {
             assert!(
                 k.gemv_x8(ty).is_none() && k.gemm_x8(ty).is_none(),

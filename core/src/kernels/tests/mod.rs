@@ -1,7 +1,8 @@
 //! Parity of every ISA's kernels with the scalar oracle, on random and edge-case rows.
 //!
 //! Each ISA has its own test; on a CPU (or target) that cannot run it, the test prints
-//! `SKIPPED` with the reason instead of passing silently on scalar code.
+//! `SKIPPED` with the reason instead of passing silently on scalar code, or fails when
+//! `SUPERINFER_REQUIRE_ISAS` names the ISA (CI: see [`required`]).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -16,34 +17,25 @@ mod rows;
 
 /// The CPU features of the machine running the tests.
 pub(crate) fn host_features() -> CpuFeatures {
-    #[allow(unused_mut)]
-    let mut f = CpuFeatures::default();
-    #[cfg(target_arch = "x86_64")]
-    {
-        f.avx2 = std::is_x86_feature_detected!("avx2");
-        f.fma = std::is_x86_feature_detected!("fma");
-        f.f16c = std::is_x86_feature_detected!("f16c");
-        f.avx512f = std::is_x86_feature_detected!("avx512f");
-        f.avx512bw = std::is_x86_feature_detected!("avx512bw");
-        f.avx512vl = std::is_x86_feature_detected!("avx512vl");
-        f.avx512vnni = std::is_x86_feature_detected!("avx512vnni");
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        f.neon = std::arch::is_aarch64_feature_detected!("neon");
-        f.dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        f.simd128 = cfg!(target_feature = "simd128");
-    }
-    f
+    CpuFeatures::detect()
 }
 
-/// The table for `isa` on this host, or `None` (after printing why) when it cannot run here.
+/// Whether `SUPERINFER_REQUIRE_ISAS` (a comma list of ISA or feature names, e.g.
+/// `avx2,avx512` or `neon,dotprod`: what CI's machine must have) names `name`: a test of it
+/// then fails where it would say SKIPPED.
+pub(crate) fn required(name: &str) -> bool {
+    std::env::var("SUPERINFER_REQUIRE_ISAS")
+        .is_ok_and(|list| list.split(',').any(|n| n.trim() == name))
+}
+
+/// The table for `isa` on this host, or `None` (after printing why) when it cannot run here;
+/// a panic instead when `SUPERINFER_REQUIRE_ISAS` requires it.
 pub(crate) fn table_or_skip(isa: Isa) -> Option<Kernels> {
     match select(&host_features(), Some(isa)) {
         Ok(k) => Some(k),
+        Err(e) if required(isa.name()) => {
+            panic!("SUPERINFER_REQUIRE_ISAS requires {}: {e}", isa.name())
+        }
         Err(e) => {
             eprintln!("SKIPPED {} kernel parity: {e}", isa.name());
             None
@@ -279,6 +271,42 @@ fn every_isa_table_covers_every_weight_type() {
             assert!(k.vec_dot(ty).is_some(), "{} {ty}", isa.name());
         }
     }
+}
+
+/// Detection claims only features of the target it runs on, and `available` lists an ISA
+/// only with every feature its kernels are compiled for.
+#[test]
+fn detected_features_belong_to_this_target() {
+    use Feature::*;
+    let f = CpuFeatures::detect();
+    let own: &[Feature] = if cfg!(target_arch = "x86_64") {
+        &[Avx2, Fma, F16c, Avx512f, Avx512bw, Avx512vl, Avx512vnni]
+    } else if cfg!(target_arch = "aarch64") {
+        &[Neon, Dotprod]
+    } else if cfg!(target_arch = "wasm32") {
+        &[Simd128]
+    } else {
+        &[]
+    };
+    for feature in Feature::ALL {
+        assert!(
+            !f.has(feature) || own.contains(&feature),
+            "{} detected on another target",
+            feature.name()
+        );
+    }
+    let needs: &[(Isa, &[Feature])] = &[
+        (Isa::Avx2, &[Avx2, Fma, F16c]),
+        (Isa::Avx512, &[Avx512f, Avx512bw, Avx512vl, Avx2, Fma, F16c]),
+        (Isa::Neon, &[Neon]),
+        (Isa::Simd128, &[Simd128]),
+    ];
+    for &(isa, features) in needs {
+        if f.available().contains(&isa) {
+            assert!(features.iter().all(|&x| f.has(x)), "{}", isa.name());
+        }
+    }
+    assert_eq!(f.available().last(), Some(&Isa::Scalar));
 }
 
 #[test]

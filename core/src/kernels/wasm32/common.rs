@@ -316,7 +316,7 @@ pub(super) unsafe fn drive<K: RowKernel>(
         let mut b0 = 0;
         while b0 < nb {
             let b1 = (b0 + chunk).min(nb);
-            // SAFETY (this block): the assert above bounds every row, token and output
+            // SAFETY: the assert above bounds every row, token and output
             // touched: rows < rows, tokens t0 .. t0 + tn <= n, blocks < nb; the chunk fits the
             // buffer (b1 - b0 <= PREP_BLOCKS / tn).
             unsafe {

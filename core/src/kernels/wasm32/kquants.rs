@@ -95,6 +95,7 @@ impl KQuant for Q4K {
 
     #[inline(always)]
     unsafe fn row(x: *const u8, a: *const v128) -> (v128, v128) {
+        // SAFETY: `x` is a whole super-block (the caller's contract).
         let sm = unsafe { q4_k_scales_mins(x) };
         let sc16 = u16x8_extend_low_u8x16(sm);
         let sc = [u32x4_extend_low_u16x8(sc16), u32x4_extend_high_u16x8(sc16)];
@@ -109,6 +110,7 @@ impl KQuant for Q4K {
                     a.add(8 * j),
                 )
             };
+            // SAFETY: prepared vectors 8j .. 8j + 8 (j < 4: within the caller's `PREP_SB`).
             let a: [v128; 8] = unsafe { core::array::from_fn(|i| *a.add(i)) };
             let lo = i32x4_add(
                 dot2(w0[0], w0[1], a[0], a[1]),
@@ -134,6 +136,7 @@ impl KQuant for Q4K {
 
     #[inline(always)]
     unsafe fn tokens(x: *const u8, a: *const v128) -> ([v128; 4], [v128; 4]) {
+        // SAFETY: `x` is a whole super-block (the caller's contract).
         let sm = unsafe { q4_k_scales_mins(x) };
         let sc16 = u16x8_extend_low_u8x16(sm);
         let mut slot = i32x4_splat(0);

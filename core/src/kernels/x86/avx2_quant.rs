@@ -86,8 +86,7 @@ unsafe fn store_low_bytes(q: [__m256i; 4], dst: *mut i8) -> __m256i {
 /// inlined into the quantizers below, which are compiled with them).
 #[inline(always)]
 unsafe fn q8_0_block(x: &[f32], b: &mut BlockQ8_0) -> __m256i {
-    // SAFETY: 32 values (the caller's contract).
-    // SAFETY (all below): the CPU features and the 32 values are the caller's contract.
+    // SAFETY: the CPU features and the 32 values the loads read are the caller's contract.
     unsafe {
         let amax = absmax(&x[..QK]);
         let d = amax / 127.0;

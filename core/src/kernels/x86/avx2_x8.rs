@@ -160,8 +160,8 @@ pub(super) unsafe fn for_groups(
         return;
     }
     for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
-        // SAFETY (all blocks below): `g` holds one group of nb blocks of `group_block`
-        // bytes; `o` is 8 floats.
+        // SAFETY: `g` holds one group of nb blocks of `group_block` bytes (`chunks_exact`),
+        // so block b < nb is in it; `o` is 8 floats; AVX2/FMA/F16C are this fn's features.
         unsafe {
             let mut acc = _mm256_setzero_ps();
             for (b, y) in ys.iter().enumerate() {
@@ -253,23 +253,29 @@ pub(super) unsafe fn gemm_group<const T: usize, const PER_BLOCK: u8, const PREFE
     let mut acc = [_mm256_setzero_ps(); T];
     #[allow(clippy::needless_range_loop)] // block b of every token
     for b in 0..nb {
-        // SAFETY (the reads below): block b < nb of the group (checked above) and of each
-        // token's blocks, scales and (with OFFSETS) offsets (each sliced to nb above).
+        // The reads below: block b < nb of the group (the assert above) and of each token's
+        // blocks, scales and (with a `PER_BLOCK`) offsets or sums (each sliced to nb above).
+        // SAFETY: block b starts inside the group's `nb · group_block` bytes.
         let p = unsafe { w.as_ptr().add(b * group_block) };
         if PREFETCH {
             prefetch_far(p, group_block);
         }
+        // SAFETY: `ys[t]` has nb blocks and b < nb.
         let yb: [&BlockQ8_0; T] = arr(|t| unsafe { &*ys[t].as_ptr().add(b) });
         let sb: [i32; T] = arr(|t| {
             if PER_BLOCK == NONE {
                 0
             } else {
+                // SAFETY: with a `PER_BLOCK`, `extra[t]` has nb values and b < nb.
                 unsafe { *extra[t].as_ptr().add(b) }
             }
         });
         let [isum] = block([p], yb, sb);
+        // SAFETY: block b of the group starts at `p` with its eight f16 scales (16 of its
+        // `group_block` bytes).
         let dx = unsafe { scales8(p) };
         for t in 0..T {
+            // SAFETY: `dys[t]` has nb scales and b < nb.
             let dy = unsafe { _mm256_broadcast_ss(&*dys[t].as_ptr().add(b)) };
             acc[t] = accumulate(acc[t], isum[t], dx, dy);
         }
@@ -523,11 +529,9 @@ pub(super) unsafe fn q5_0_decode(p: *const u8) -> Decoded {
             fifth(bits, hi_bit),
         );
     }
-    // SAFETY: the block's scales.
-    Decoded {
-        q,
-        d: unsafe { scales8(p) },
-    }
+    // SAFETY: the block's eight f16 scales, its first 16 bytes (the caller's contract).
+    let d = unsafe { scales8(p) };
+    Decoded { q, d }
 }
 
 /// Calls `$tile::<T, ...>(args)` with `T` the tile's token count (1 ..= 4).

@@ -56,10 +56,11 @@ macro_rules! kquant_gemv {
                 return;
             }
             for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
-                // SAFETY: the block function reads one group block (`super_blocks` checks
-                // the group holds them all).
-                let [acc] =
-                    super_blocks(cols, g, [a], $group_block, |p, y| unsafe { $block(p, y) });
+                let [acc] = super_blocks(cols, g, [a], $group_block, |p, y| {
+                    // SAFETY: `super_blocks` passes the start of one whole group block (it
+                    // checks the group holds them all); the features are this fn's.
+                    unsafe { $block(p, y) }
+                });
                 // SAFETY: `o` is 8 floats.
                 unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
             }
@@ -85,15 +86,11 @@ macro_rules! kquant_gemm {
             acts: BatchRows<'_>,
             out: &mut [[f32; ROWS]],
         ) {
-            // SAFETY: the block function reads one group block (`super_blocks` checks the
-            // group holds them all).
-            let acc = super_blocks(
-                cols,
-                w,
-                arr(|t| acts.bytes(t)),
-                $group_block,
-                |p, y| unsafe { $block::<T>(p, y) },
-            );
+            let acc = super_blocks(cols, w, arr(|t| acts.bytes(t)), $group_block, |p, y| {
+                // SAFETY: `super_blocks` passes the start of one whole group block (it checks
+                // the group holds them all); the features are this fn's.
+                unsafe { $block::<T>(p, y) }
+            });
             for (o, acc) in out.iter_mut().zip(acc) {
                 // SAFETY: `o` is 8 floats.
                 unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
@@ -202,7 +199,7 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     // registers. `J` is a constant, so every offset, nibble choice and scale table is known at
     // compile time (with a loop index LLVM kept the activation broadcasts in stack slots).
     let mut isum = [_mm256_setzero_si256(); T];
-    // SAFETY (each sub-block): the caller's contract.
+    // SAFETY: each sub-block reads its part of the group block at `p` (the caller's contract).
     unsafe {
         q4_k_sub_block::<T, 0>(p, &ys, &scales, low4, &mut isum);
         q4_k_sub_block::<T, 1>(p, &ys, &scales, low4, &mut isum);

@@ -112,13 +112,18 @@ fn legacy_loop(
 pub(super) fn dot_q8_0(_n: usize, w: &[u8], a: &[u8]) -> f32 {
     let (xs, ys) = (blocks::<BlockQ8_0>(w), blocks::<BlockQ8_0>(a));
     let nb = xs.len().min(ys.len());
-    // SAFETY (loads): indices stay below nb; qs are 32 bytes.
     legacy_loop(
         nb,
         ys,
         |i| f16(xs[i].d),
-        |i| unsafe { join(ld256(xs[i].qs.as_ptr()), ld256(xs[i + 1].qs.as_ptr())) },
-        |i| unsafe { ld256(xs[i].qs.as_ptr()) },
+        |i| {
+            // SAFETY: `qs` is 32 bytes, the load's width (blocks indexed: in bounds).
+            unsafe { join(ld256(xs[i].qs.as_ptr()), ld256(xs[i + 1].qs.as_ptr())) }
+        },
+        |i| {
+            // SAFETY: as above.
+            unsafe { ld256(xs[i].qs.as_ptr()) }
+        },
         |x, y| dot_i8(x, y),
     )
 }

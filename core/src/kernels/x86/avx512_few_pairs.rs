@@ -110,8 +110,9 @@ pub(super) unsafe fn gemm_pair<const T: usize>(
     let mut acc = [_mm512_setzero_ps(); T];
     #[allow(clippy::needless_range_loop)] // block b of every token
     for b in 0..nb {
-        // SAFETY (the reads below): block b < nb of both groups (checked above) and of each
-        // token's blocks, scales and sums (each sliced to nb above).
+        // The reads below: block b < nb of both groups (checked above) and of each token's
+        // blocks, scales and sums (each sliced to nb above).
+        // SAFETY: block b starts inside each group's `nb · group_block` bytes.
         let p = unsafe {
             [
                 w[0].as_ptr().add(b * group_block),
@@ -121,12 +122,15 @@ pub(super) unsafe fn gemm_pair<const T: usize>(
         // the same block of the next pair: one pair's walk ahead (see the module docs)
         prefetch_l2(p[0], 2 * group_bytes, group_block);
         prefetch_l2(p[1], 2 * group_bytes, group_block);
+        // SAFETY: `ys[t]` has nb blocks and b < nb.
         let yb: [&BlockQ8_0; T] = arr(|t| unsafe { &*ys[t].as_ptr().add(b) });
+        // SAFETY: `sums[t]` has nb values and b < nb.
         let sb: [i32; T] = arr(|t| unsafe { *sums[t].as_ptr().add(b) });
         let isum = block(p, yb, sb);
         // SAFETY: each group block starts with its eight f16 scales.
         let dx = _mm512_cvtph_ps(unsafe { _mm256_set_m128i(ld128(p[1]), ld128(p[0])) });
         for t in 0..T {
+            // SAFETY: `dys[t]` has nb scales and b < nb.
             let dy = _mm512_set1_ps(unsafe { *dys[t].as_ptr().add(b) });
             acc[t] = _mm512_add_ps(
                 acc[t],

@@ -65,16 +65,16 @@ fn vnni_tile<const T: usize>(
     assert!(acts.len() == T && out.len() == T, "a tile of {T} tokens");
     let (ys, dys, sums) = token_rows::<T>(acts, b0, m);
     let shift = _mm_cvtsi32_si128(shift);
-    // SAFETY: `out[t]` is 8 floats.
     let mut acc = [_mm256_setzero_ps(); T];
     for (acc, o) in acc.iter_mut().zip(out.iter()) {
         // SAFETY: `o` is 8 floats.
         *acc = unsafe { _mm256_loadu_ps(o.as_ptr()) };
     }
     for (i, blk) in dec.iter().enumerate() {
-        // SAFETY (the reads below): i < m, the length of every token's slices.
+        // the reads below: i < m, the length of every token's slices (`token_rows`)
         let mut isum = [_mm256_setzero_si256(); T];
         for (isum, sums) in isum.iter_mut().zip(&sums) {
+            // SAFETY: `sums` has m values and i < m.
             let s = _mm256_set1_epi32(unsafe { *sums.as_ptr().add(i) });
             *isum = _mm256_sub_epi32(*isum, _mm256_sll_epi32(s, shift));
         }
@@ -158,11 +158,9 @@ unsafe fn q8_0_decode(p: *const u8) -> Decoded {
         // SAFETY: chunk c of the block's 8 chunks of 32 quant bytes (the caller's contract).
         *q = _mm256_xor_si256(unsafe { ld256(p.add(16 + 32 * c)) }, flip);
     }
-    // SAFETY: the block's scales.
-    Decoded {
-        q,
-        d: unsafe { scales8(p) },
-    }
+    // SAFETY: the block's eight f16 scales, its first 16 bytes (the caller's contract).
+    let d = unsafe { scales8(p) };
+    Decoded { q, d }
 }
 
 /// # Safety
@@ -171,7 +169,6 @@ unsafe fn q8_0_decode(p: *const u8) -> Decoded {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 unsafe fn q4_0_decode(p: *const u8) -> Decoded {
     let low4 = _mm256_set1_epi8(0x0F);
-    // SAFETY: the block's 4 chunks of 32 quant bytes (the caller's contract).
     let mut q = [_mm256_setzero_si256(); 8];
     for c in 0..4 {
         // SAFETY: chunk c of the block's 4 chunks of 32 quant bytes (the caller's contract).
@@ -180,11 +177,9 @@ unsafe fn q4_0_decode(p: *const u8) -> Decoded {
         q[c] = _mm256_and_si256(x, low4);
         q[4 + c] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
     }
-    // SAFETY: the block's scales.
-    Decoded {
-        q,
-        d: unsafe { scales8(p) },
-    }
+    // SAFETY: the block's eight f16 scales, its first 16 bytes (the caller's contract).
+    let d = unsafe { scales8(p) };
+    Decoded { q, d }
 }
 
 /// `2V` groups' decoded block on `V` 512-bit vectors: vector `v` holds group `2v` in lanes
@@ -250,9 +245,10 @@ fn wide_tile<const T: usize, const V: usize>(
         }
     }
     for (i, blk) in dec.iter().enumerate() {
-        // SAFETY (the reads below): i < m, the length of every token's slices.
+        // the reads below: i < m, the length of every token's slices (`token_rows`)
         let mut isum = [[_mm512_setzero_si512(); V]; T];
         for (isum, sums) in isum.iter_mut().zip(&sums) {
+            // SAFETY: `sums` has m values and i < m.
             let s = _mm512_set1_epi32(unsafe { *sums.as_ptr().add(i) });
             *isum = [_mm512_sub_epi32(_mm512_setzero_si512(), _mm512_sll_epi32(s, shift)); V];
         }

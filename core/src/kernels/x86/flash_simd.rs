@@ -26,8 +26,10 @@ pub(super) unsafe fn flash_avx512(ops: &F16Ops, t: &Tile<'_>, s: &mut FlashScrat
     flash::tile_sized::<Avx512>(ops, t, s)
 }
 
-/// Eight lanes of AVX2. Only instantiated in [`flash_avx2`] (every method is inlined into it,
-/// so the intrinsics run with its features).
+/// Eight lanes of AVX2. Only instantiated in [`flash_avx2`] (a private type: nothing else can
+/// call its methods), and every method is inlined into it, so the intrinsics run with its
+/// features, which the CPU has (its caller's contract); loads and stores slice their
+/// arguments to eight floats first.
 struct Avx2;
 
 impl Simd for Avx2 {
@@ -35,42 +37,49 @@ impl Simd for Avx2 {
     type V = __m256;
     #[inline(always)]
     fn splat(x: f32) -> __m256 {
-        // SAFETY (all methods): only inlined into `flash_avx2`, compiled with AVX2/FMA and
-        // run only where the CPU has them; loads and stores check their slices' lengths.
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe { _mm256_set1_ps(x) }
     }
     #[inline(always)]
     fn load(s: &[f32]) -> __m256 {
         let s = &s[..8];
+        // SAFETY: `s` holds 8 floats (sliced above); AVX2/FMA as for every method.
         unsafe { _mm256_loadu_ps(s.as_ptr()) }
     }
     #[inline(always)]
     fn store(v: __m256, s: &mut [f32]) {
         let s = &mut s[..8];
+        // SAFETY: `s` holds 8 floats (sliced above); AVX2/FMA as for every method.
         unsafe { _mm256_storeu_ps(s.as_mut_ptr(), v) }
     }
     #[inline(always)]
     fn add(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe { _mm256_add_ps(a, b) }
     }
     #[inline(always)]
     fn mul(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe { _mm256_mul_ps(a, b) }
     }
     #[inline(always)]
     fn max(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe { _mm256_max_ps(a, b) }
     }
     #[inline(always)]
     fn sub(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe { _mm256_sub_ps(a, b) }
     }
     #[inline(always)]
     fn mad(a: __m256, x: f32, b: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe { _mm256_fmadd_ps(_mm256_set1_ps(x), b, a) }
     }
     #[inline(always)]
     fn mask(s: __m256, pos: f32, start: __m256, end: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe {
             let p = _mm256_set1_ps(pos);
             let inside = _mm256_and_ps(
@@ -82,10 +91,12 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn diff(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe { _mm256_andnot_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ), _mm256_sub_ps(a, b)) }
     }
     #[inline(always)]
     fn exp(x: __m256) -> __m256 {
+        // SAFETY: AVX2/FMA register operations (see `Avx2`).
         unsafe {
             let normal = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3), _CMP_GE_OQ);
             _mm256_and_ps(exp_ps(x), normal)
@@ -126,7 +137,8 @@ fn exp512(x: __m512) -> __m512 {
     )
 }
 
-/// Sixteen lanes of AVX-512. Only instantiated in [`flash_avx512`].
+/// Sixteen lanes of AVX-512. As [`Avx2`]: only instantiated in (and inlined into)
+/// [`flash_avx512`], whose features the CPU has; loads and stores slice to sixteen floats.
 struct Avx512;
 
 impl Simd for Avx512 {
@@ -135,43 +147,49 @@ impl Simd for Avx512 {
     type V = __m512;
     #[inline(always)]
     fn splat(x: f32) -> __m512 {
-        // SAFETY (all methods): only inlined into `flash_avx512`, compiled with AVX-512 F
-        // and AVX2/FMA and run only where the CPU has them; loads and stores check their
-        // slices' lengths.
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe { _mm512_set1_ps(x) }
     }
     #[inline(always)]
     fn load(s: &[f32]) -> __m512 {
         let s = &s[..16];
+        // SAFETY: `s` holds 16 floats (sliced above); AVX-512 F as for every method.
         unsafe { _mm512_loadu_ps(s.as_ptr()) }
     }
     #[inline(always)]
     fn store(v: __m512, s: &mut [f32]) {
         let s = &mut s[..16];
+        // SAFETY: `s` holds 16 floats (sliced above); AVX-512 F as for every method.
         unsafe { _mm512_storeu_ps(s.as_mut_ptr(), v) }
     }
     #[inline(always)]
     fn add(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe { _mm512_add_ps(a, b) }
     }
     #[inline(always)]
     fn mul(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe { _mm512_mul_ps(a, b) }
     }
     #[inline(always)]
     fn max(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe { _mm512_max_ps(a, b) }
     }
     #[inline(always)]
     fn sub(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe { _mm512_sub_ps(a, b) }
     }
     #[inline(always)]
     fn mad(a: __m512, x: f32, b: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe { _mm512_fmadd_ps(_mm512_set1_ps(x), b, a) }
     }
     #[inline(always)]
     fn mask(s: __m512, pos: f32, start: __m512, end: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe {
             let p = _mm512_set1_ps(pos);
             let inside = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(start, p)
@@ -181,6 +199,7 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn diff(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe {
             let ne = !_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b);
             _mm512_maskz_sub_ps(ne, a, b)
@@ -188,6 +207,7 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn exp(x: __m512) -> __m512 {
+        // SAFETY: AVX-512 F register operations (see `Avx512`).
         unsafe {
             let normal = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(-87.3));
             _mm512_maskz_mov_ps(normal, exp512(x))

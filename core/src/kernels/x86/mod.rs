@@ -186,7 +186,7 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
 
 /// # Safety
 /// The CPU must support AVX-512 F, BW and VL, plus AVX2, FMA and F16C; VNNI kernels are
-/// installed only when `f.avx512vnni` says the CPU has it.
+/// installed only when `f` has `Avx512vnni`, meaning the CPU has it.
 pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
     // SAFETY: AVX-512 implies the AVX2 set here (checked by `available`).
     unsafe { fill_avx2(k, f) };
@@ -207,7 +207,7 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
             }
         }
     });
-    if f.avx512vnni {
+    if f.has(super::Feature::Avx512vnni) {
         use avx512_safe::*;
         k.set_vec_dot(GgmlType::Q4_0, dot_q4_0);
         k.set_vec_dot(GgmlType::Q5_0, dot_q5_0);

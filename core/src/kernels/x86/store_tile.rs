@@ -62,23 +62,28 @@ pub(super) unsafe fn store_tile_avx512(
     }
     let groups = tile.len() / n;
     for t in 0..n {
-        // SAFETY (every access below): tile[g · n + t] is in bounds for g < groups, and
-        // groups 0..groups of token t lie in its writable run (the contract).
+        // SAFETY: `t < n`: token t's run (groups 0..groups) starts here (the contract).
         let row = unsafe { dst.add(t * stride) };
         let mut g = 0;
         while g < groups {
+            // SAFETY: group g < groups of token t's run.
             let p = unsafe { row.add(g * ROWS) };
+            // SAFETY: `tile[g · n + t]` is an `[f32; 8]` (indexed, so in bounds).
             let lo = unsafe { _mm256_loadu_ps(tile[g * n + t].as_ptr()) };
             if g + 1 < groups && (p as usize).is_multiple_of(64) {
+                // SAFETY: `tile[(g + 1) · n + t]` is in bounds too (g + 1 < groups).
                 let hi = unsafe { _mm256_loadu_ps(tile[(g + 1) * n + t].as_ptr()) };
                 let line = _mm512_insertf64x4(
                     _mm512_castpd256_pd512(_mm256_castps_pd(lo)),
                     _mm256_castps_pd(hi),
                     1,
                 );
+                // SAFETY: groups g and g + 1 (16 floats) are in token t's run, and `p` is
+                // 64-byte aligned (checked), as the streaming store needs.
                 unsafe { _mm512_stream_ps(p, _mm512_castpd_ps(line)) };
                 g += 2;
             } else {
+                // SAFETY: group g (8 floats) is in token t's run.
                 unsafe { put8(p, lo) };
                 g += 1;
             }
