@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use superinfer_runtime::scheduler::{Client, Lookup};
 use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{Engine, EngineOptions, Scheduler, SchedulerOptions};
-use superinfer_template::{choose, ChatTemplate, Override};
+use superinfer_template::{choose_with_file, ChatTemplate};
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -133,21 +133,10 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Ser
 }
 
 /// The template from `--chat-template`, else the file's, else a built-in one for the
-/// architecture (with a notice): [`superinfer_template::choose`].
+/// architecture (with a notice): [`superinfer_template::choose_with_file`].
 fn chat_template(engine: &Engine, file: Option<&Path>) -> Result<ChatTemplate, String> {
-    let over = file.map(Override::read).transpose().map_err(|e| e.0)?;
     let tok = engine.tokenizer();
     let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
-    let (template, origin) = choose(
-        over,
-        engine.chat_template(),
-        engine.arch_name(),
-        &text(tok.bos()),
-        &text(tok.eos()),
-    )
-    .map_err(|e| e.0)?;
-    if let Some(note) = origin.note() {
-        eprintln!("note: {note}");
-    }
-    Ok(template)
+    let (bos, eos) = (text(tok.bos()), text(tok.eos()));
+    choose_with_file(file, engine.chat_template(), engine.arch_name(), &bos, &eos)
 }

@@ -100,6 +100,24 @@ pub fn choose(
     }
 }
 
+/// [`choose`] for a frontend with files and a terminal (`serve`, `chat`): the template of
+/// `path` (`--chat-template PATH`) if given, read here; a note on stderr when the built-in
+/// template was taken; an error as one line.
+pub fn choose_with_file(
+    path: Option<&Path>,
+    file_template: Option<&str>,
+    arch: &str,
+    bos: &str,
+    eos: &str,
+) -> Result<ChatTemplate, String> {
+    let over = path.map(Override::read).transpose().map_err(|e| e.0)?;
+    let (template, origin) = choose(over, file_template, arch, bos, eos).map_err(|e| e.0)?;
+    if let Some(note) = origin.note() {
+        eprintln!("note: {note}");
+    }
+    Ok(template)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

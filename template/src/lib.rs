@@ -35,7 +35,7 @@ use minijinja::{Environment, ErrorKind};
 use serde::{Deserialize, Serialize};
 
 pub use builtin::{builtin_for, BUILTIN_CHATML, BUILTIN_GEMMA};
-pub use choose::{choose, Override, TemplateOrigin};
+pub use choose::{choose, choose_with_file, Override, TemplateOrigin};
 
 /// One turn of a conversation, as the templates see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

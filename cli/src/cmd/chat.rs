@@ -16,7 +16,7 @@ use rustyline::DefaultEditor;
 use superinfer_runtime::core::sampler::Sampler;
 use superinfer_runtime::speculative::DynDrafter;
 use superinfer_runtime::{Engine, Session, StopReason};
-use superinfer_template::{choose, ChatTemplate, Message, Override};
+use superinfer_template::{choose_with_file, ChatTemplate, Message};
 
 use crate::args::ChatArgs;
 
@@ -213,21 +213,10 @@ fn history_file() -> Option<PathBuf> {
 }
 
 /// `--chat-template FILE`, else the model file's template, else the built-in one for the
-/// architecture (with a notice): [`superinfer_template::choose`], as `serve` chooses.
+/// architecture (with a notice): [`superinfer_template::choose_with_file`], as `serve` chooses.
 fn chat_template(engine: &Engine, file: Option<&Path>) -> Result<ChatTemplate, String> {
-    let over = file.map(Override::read).transpose().map_err(|e| e.0)?;
     let tok = engine.tokenizer();
     let text = |id: Option<u32>| id.map(|t| tok.token_text(t)).unwrap_or_default();
-    let (template, origin) = choose(
-        over,
-        engine.chat_template(),
-        engine.arch_name(),
-        &text(tok.bos()),
-        &text(tok.eos()),
-    )
-    .map_err(|e| e.0)?;
-    if let Some(note) = origin.note() {
-        eprintln!("note: {note}");
-    }
-    Ok(template)
+    let (bos, eos) = (text(tok.bos()), text(tok.eos()));
+    choose_with_file(file, engine.chat_template(), engine.arch_name(), &bos, &eos)
 }
