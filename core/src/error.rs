@@ -117,7 +117,8 @@ impl fmt::Display for Error {
             }
             UnknownArchitecture(a) => write!(
                 f,
-                "unknown model architecture '{a}' (supported: llama, mistral, qwen2, qwen3, gemma3)"
+                "unknown model architecture '{a}' (supported: {})",
+                crate::model::SUPPORTED_ARCHS
             ),
             MissingTensor(t) => write!(f, "model is missing tensor '{t}'"),
             ShapeMismatch { tensor, expected, found } => {

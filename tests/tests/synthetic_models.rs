@@ -278,12 +278,8 @@ fn interleave_into_releases_every_repacked_source_byte_once() {
     let mut arena = Vec::new();
     let mut w = Weights::from_gguf(&file, &k).unwrap();
     let span = |d: &[u8]| (d.as_ptr() as usize - base, d.len());
-    let mut want: Vec<(usize, usize)> = std::iter::once(&w.output)
-        .chain(
-            w.layers
-                .iter()
-                .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]),
-        )
+    let mut want: Vec<(usize, usize)> = w
+        .matrices()
         .filter(|m| m.can_interleave(&k))
         .map(|m| span(&m.data))
         .collect();

@@ -27,6 +27,10 @@ pub const ROPE_FREQ_BASE: &str = "rope.freq_base";
 pub const ROPE_DIMENSION_COUNT: &str = "rope.dimension_count";
 pub const ROPE_SCALING_TYPE: &str = "rope.scaling.type";
 pub const ROPE_SCALING_FACTOR: &str = "rope.scaling.factor";
+pub const EXPERT_COUNT: &str = "expert_count";
+pub const EXPERT_USED_COUNT: &str = "expert_used_count";
+pub const EXPERT_FEED_FORWARD_LENGTH: &str = "expert_feed_forward_length";
+pub const EXPERT_SHARED_FEED_FORWARD_LENGTH: &str = "expert_shared_feed_forward_length";
 pub const FINAL_LOGIT_SOFTCAP: &str = "final_logit_softcapping";
 pub const ATTN_LOGIT_SOFTCAP: &str = "attn_logit_softcapping";
 

@@ -4,6 +4,7 @@ use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use super::arch::{Activation, Arch};
+use super::moe::MoeConfig;
 use crate::error::{Error, Result};
 use crate::gguf::{keys, GgufFile};
 use crate::ops::attention::AttnShape;
@@ -41,6 +42,8 @@ pub struct Config {
     pub sliding_window: usize,
     /// Per layer: does it use the sliding window?
     pub swa_layers: Vec<bool>,
+    /// Mixture-of-experts feed-forward (every layer), or `None` for a dense model.
+    pub moe: Option<MoeConfig>,
 }
 
 impl Config {
@@ -159,6 +162,7 @@ impl Config {
             final_softcap: softcap(keys::FINAL_LOGIT_SOFTCAP)?,
             sliding_window,
             swa_layers,
+            moe: MoeConfig::from_gguf(f, arch, n_layer)?,
         })
     }
 

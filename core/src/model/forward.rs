@@ -10,6 +10,7 @@
 //!     a = attention(q, its sequence's cache[window]) ; a = Wo a ; a = rmsnorm(a) (post-norm)
 //!     x = x + a
 //!     h = rmsnorm(x) ; f = down(act(gate h) * up h) ; f = rmsnorm(f) (post-norm)
+//!         (a mixture: f = Σ over the token's top-k experts e of weight_e · expert_e(h))
 //!     x = x + f
 //! logits = output(rmsnorm(x)) (softcapped), for the tokens that want them
 //! ```
@@ -27,8 +28,8 @@
 
 use alloc::vec::Vec;
 
-use super::arch::Activation;
 use super::attend::attend;
+use super::ffn::ffn_block;
 use super::kv_pool::KvPool;
 use super::scratch::{Scratch, LOGIT_ROWS, ROW_CHUNK};
 use super::step::{Span, Step};
@@ -36,9 +37,7 @@ use super::token::{add_bias, ready_token};
 use super::weights::{Layer, Weights};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
-use crate::ops::matmul::{
-    glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many, BatchAct, QMatrix,
-};
+use crate::ops::matmul::{matmul, matvec_f32, matvec_many, BatchAct, QMatrix};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
 
@@ -161,7 +160,7 @@ fn run_pass(
 
     for (il, l) in w.layers.iter().enumerate() {
         attention_block(w, pool, s, k, par, il, l, runs, n)?;
-        ffn_block(w, s, k, par, l, n)?;
+        ffn_block(w, s, k, par, il, l, n)?;
     }
 
     let mut wanted = core::mem::take(&mut s.wanted);
@@ -233,7 +232,7 @@ fn softcap(cap: Option<f32>, logits: &mut [f32]) {
 }
 
 /// `out = W · x` for the first `n` rows of `x`.
-fn project(
+pub(super) fn project(
     k: &Kernels,
     par: &dyn Parallel,
     act: &mut BatchAct,
@@ -247,7 +246,7 @@ fn project(
 
 /// `outs[i] = Ws[i] · x` for the first `n` rows of `x`, quantizing `x` once for each run of
 /// matrices that take the same activation type (Q / K / V, gate / up).
-fn project_many<const M: usize>(
+pub(super) fn project_many<const M: usize>(
     k: &Kernels,
     par: &dyn Parallel,
     act: &mut BatchAct,
@@ -270,7 +269,7 @@ fn project_many<const M: usize>(
 
 /// `rmsnorm` of each of the first `n` rows, spread over the workers.
 #[allow(clippy::too_many_arguments)]
-fn norm_rows(
+pub(super) fn norm_rows(
     par: &dyn Parallel,
     out: &mut [f32],
     x: &[f32],
@@ -292,7 +291,7 @@ fn norm_rows(
 /// `x += f(y)` row by row: the optional output norm, then the residual add; the rows
 /// spread over the workers.
 #[allow(clippy::too_many_arguments)]
-fn residual(
+pub(super) fn residual(
     par: &dyn Parallel,
     x: &mut [f32],
     y: &mut [f32],
@@ -402,64 +401,6 @@ fn attention_block(
         add_bias(row, &l.bo);
     }
     let norm = l.post_attn_norm.as_deref();
-    residual(par, &mut s.x, &mut s.xb2, norm, c.rms_eps, d, n);
-    Ok(())
-}
-
-fn ffn_block(
-    w: &Weights<'_>,
-    s: &mut Scratch,
-    k: &Kernels,
-    par: &dyn Parallel,
-    l: &Layer<'_>,
-    n: usize,
-) -> Result<()> {
-    let c = &w.config;
-    let d = c.n_embd;
-    let n_ff = l.up.rows;
-    norm_rows(par, &mut s.xb, &s.x, &l.ffn_norm, c.rms_eps, d, n);
-    let glu = match c.activation {
-        Activation::Silu => k.swiglu(),
-        Activation::Gelu => k.geglu(),
-    };
-    if n == 1 {
-        // one token: gate and up in one matrix × vector dispatch
-        let (hb, hb2) = (&mut s.hb[..n_ff], &mut s.hb2[..n_ff]);
-        matvec_many(k, par, [&l.gate, &l.up], &s.xb[..d], &mut s.act1, [hb, hb2])?;
-        glu(&mut s.hb[..n_ff], &s.hb2[..n_ff]);
-        matvec_f32(k, par, &l.down, &s.hb[..n_ff], &mut s.act1, &mut s.xb2[..d])?;
-    } else {
-        if glu_fusable(k, &l.gate, &l.up) {
-            // gate and up in one pass that stores only glu(gate, up)
-            s.act
-                .quantize(k, par, l.gate.act_type(), &s.xb[..n * d], n)?;
-            matmul_glu(
-                k,
-                par,
-                &l.gate,
-                &l.up,
-                glu,
-                &s.act,
-                n,
-                &mut s.hb[..n * n_ff],
-            )?;
-        } else {
-            let outs = [&mut s.hb[..], &mut s.hb2[..]];
-            project_many(k, par, &mut s.act, [&l.gate, &l.up], &s.xb, n, outs)?;
-            // row by row, as the single-token pass calls them (same vector / tail split),
-            // the rows spread over the threads
-            let (gates, ups) = (DisjointSlice::new(&mut s.hb), &s.hb2);
-            for_each_range(par, n, 4, &|start, end| {
-                for t in start..end {
-                    // SAFETY: row t belongs to this range only.
-                    let hb = unsafe { gates.piece(t * n_ff, n_ff) };
-                    glu(hb, &ups[t * n_ff..(t + 1) * n_ff]);
-                }
-            });
-        }
-        project(k, par, &mut s.act, &l.down, &s.hb, n, &mut s.xb2)?;
-    }
-    let norm = l.post_ffn_norm.as_deref();
     residual(par, &mut s.x, &mut s.xb2, norm, c.rms_eps, d, n);
     Ok(())
 }

@@ -6,17 +6,19 @@
 mod arch;
 mod attend;
 mod config;
+mod ffn;
 mod forward;
 pub mod kv_pool;
+pub mod moe;
 mod scratch;
 mod step;
 mod token;
 mod weights;
 
-pub use arch::{Activation, Arch};
+pub use arch::{Activation, Arch, SUPPORTED as SUPPORTED_ARCHS};
 pub use config::Config;
 pub use forward::forward;
 pub use kv_pool::{KvPool, PoolOptions, PoolStats, SeqId};
 pub use scratch::Scratch;
 pub use step::{Entry, Logits, Span, Step};
-pub use weights::{Layer, Weights};
+pub use weights::{DenseFfn, Ffn, Layer, Weights};

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use super::config::Config;
 use super::kv_pool::SeqId;
+use super::moe::MoeScratch;
 use super::step::Span;
 use super::token::rope_angles;
 use super::weights::Weights;
@@ -62,6 +63,8 @@ pub struct Scratch {
     pub(super) wanted: Vec<usize>,
     /// Output rows scored ([`Scratch::limit_logits`]; 0: the whole vocabulary).
     pub(super) logit_rows: usize,
+    /// The mixture-of-experts block's buffers (empty for a dense model).
+    pub(super) moe: MoeScratch,
 }
 
 /// The RoPE angles of a pass's tokens for one (base, scale): `n_rot / 2` cosines and sines
@@ -101,6 +104,7 @@ impl Scratch {
             spans: Vec::new(),
             wanted: Vec::new(),
             logit_rows: 0,
+            moe: MoeScratch::default(),
         }
     }
 
@@ -154,6 +158,7 @@ impl Scratch {
             + rope
             + logits
             + lists
+            + MoeScratch::bytes_for(c, cap)
     }
 
     /// Grows every buffer now to what passes of up to the capacity need, for `workers`
@@ -192,6 +197,7 @@ impl Scratch {
         if self.logits.len() < logits {
             self.logits = alloc::vec![0.0; logits];
         }
+        self.moe.reserve(c, cap);
     }
 
     /// Bytes held now (what [`Self::bytes_for`] predicts once [`Self::reserve`]d).
@@ -219,6 +225,7 @@ impl Scratch {
             + self.wanted.capacity() * size_of::<usize>()
             + self.seqs.capacity() * size_of::<(SeqId, usize, usize)>()
             + self.spans.capacity() * size_of::<Span>()
+            + self.moe.bytes()
     }
 
     /// Makes the activation buffers hold `n` tokens (at most the capacity) and starts a

@@ -6,6 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::Config;
+use super::moe::Experts;
 use crate::error::{Error, Result};
 use crate::gguf::{dims_string, GgufFile, TensorInfo};
 use crate::kernels::Kernels;
@@ -36,10 +37,80 @@ pub struct Layer<'a> {
     /// Norms applied to the attention / FFN outputs before the residual add (gemma).
     pub post_attn_norm: Option<Cow<'a, [f32]>>,
     pub ffn_norm: Cow<'a, [f32]>,
+    pub ffn: Ffn<'a>,
+    pub post_ffn_norm: Option<Cow<'a, [f32]>>,
+}
+
+/// A layer's feed-forward block.
+pub enum Ffn<'a> {
+    Dense(DenseFfn<'a>),
+    Moe(alloc::boxed::Box<Experts<'a>>),
+}
+
+/// `down(act(gate · x) * (up · x))`.
+pub struct DenseFfn<'a> {
     pub gate: QMatrix<'a>,
     pub up: QMatrix<'a>,
     pub down: QMatrix<'a>,
-    pub post_ffn_norm: Option<Cow<'a, [f32]>>,
+}
+
+impl<'a> DenseFfn<'a> {
+    /// Binds `ffn_{gate,up,down}{suffix}.weight` of a layer (`n` names a layer's tensor).
+    pub(super) fn bind(
+        b: &Binder<'_, 'a>,
+        n: &dyn Fn(&str) -> String,
+        suffix: &str,
+        n_embd: usize,
+    ) -> Result<DenseFfn<'a>> {
+        let up = n(&alloc::format!("ffn_up{suffix}.weight"));
+        let n_ff = b.require(&up)?.dims.get(1).copied().unwrap_or(0) as usize;
+        Ok(DenseFfn {
+            gate: b.matrix(&n(&alloc::format!("ffn_gate{suffix}.weight")), n_ff, n_embd, true)?,
+            up: b.matrix(&up, n_ff, n_embd, true)?,
+            down: b.matrix(&n(&alloc::format!("ffn_down{suffix}.weight")), n_embd, n_ff, true)?,
+        })
+    }
+
+    pub fn matrices(&self) -> impl Iterator<Item = &QMatrix<'a>> {
+        [&self.gate, &self.up, &self.down].into_iter()
+    }
+
+    pub(super) fn matrices_mut(&mut self) -> impl Iterator<Item = &mut QMatrix<'a>> {
+        [&mut self.gate, &mut self.up, &mut self.down].into_iter()
+    }
+}
+
+impl<'a> Ffn<'a> {
+    /// The widest hidden activation the block needs.
+    pub fn width(&self) -> usize {
+        match self {
+            Ffn::Dense(d) => d.up.rows,
+            Ffn::Moe(m) => m
+                .shared
+                .as_ref()
+                .map_or(0, |s| s.ffn.up.rows)
+                .max(m.n_ff),
+        }
+    }
+}
+
+impl<'a> Layer<'a> {
+    /// Every matrix the layer multiplies with.
+    pub fn matrices(&self) -> alloc::boxed::Box<dyn Iterator<Item = &QMatrix<'a>> + '_> {
+        let attn = [&self.wq, &self.wk, &self.wv, &self.wo].into_iter();
+        match &self.ffn {
+            Ffn::Dense(d) => alloc::boxed::Box::new(attn.chain(d.matrices())),
+            Ffn::Moe(m) => alloc::boxed::Box::new(attn.chain(m.matrices())),
+        }
+    }
+
+    fn matrices_mut(&mut self) -> alloc::boxed::Box<dyn Iterator<Item = &mut QMatrix<'a>> + '_> {
+        let attn = [&mut self.wq, &mut self.wk, &mut self.wv, &mut self.wo].into_iter();
+        match &mut self.ffn {
+            Ffn::Dense(d) => alloc::boxed::Box::new(attn.chain(d.matrices_mut())),
+            Ffn::Moe(m) => alloc::boxed::Box::new(attn.chain(m.matrices_mut())),
+        }
+    }
 }
 
 pub struct Weights<'a> {
@@ -79,13 +150,11 @@ impl<'a> Weights<'a> {
         let mut n_ff_max = 0;
         for il in 0..c.n_layer {
             let n = |s: &str| alloc::format!("blk.{il}.{s}");
-            let n_ff = b
-                .require(&n("ffn_up.weight"))?
-                .dims
-                .get(1)
-                .copied()
-                .unwrap_or(0) as usize;
-            n_ff_max = n_ff_max.max(n_ff);
+            let ffn = match &c.moe {
+                None => Ffn::Dense(DenseFfn::bind(&b, &n, "", c.n_embd)?),
+                Some(moe) => Ffn::Moe(alloc::boxed::Box::new(Experts::bind(&b, il, moe, c.n_embd)?)),
+            };
+            n_ff_max = n_ff_max.max(ffn.width());
             layers.push(Layer {
                 attn_norm: b.vector(&n("attn_norm.weight"), c.n_embd)?,
                 wq: b.matrix(&n("attn_q.weight"), q_dim, c.n_embd, true)?,
@@ -98,11 +167,13 @@ impl<'a> Weights<'a> {
                 bo: b.opt_vector(&n("attn_output.bias"), c.n_embd)?,
                 q_norm: b.opt_vector(&n("attn_q_norm.weight"), c.head_dim_k)?,
                 k_norm: b.opt_vector(&n("attn_k_norm.weight"), c.head_dim_k)?,
-                post_attn_norm: b.opt_vector(&n("post_attention_norm.weight"), c.n_embd)?,
-                ffn_norm: b.vector(&n("ffn_norm.weight"), c.n_embd)?,
-                gate: b.matrix(&n("ffn_gate.weight"), n_ff, c.n_embd, true)?,
-                up: b.matrix(&n("ffn_up.weight"), n_ff, c.n_embd, true)?,
-                down: b.matrix(&n("ffn_down.weight"), c.n_embd, n_ff, true)?,
+                // gpt-oss's `post_attention_norm` is its pre-FFN norm (`ffn_norm_tensor`)
+                post_attn_norm: match c.arch {
+                    super::Arch::GptOss => None,
+                    _ => b.opt_vector(&n("post_attention_norm.weight"), c.n_embd)?,
+                },
+                ffn_norm: b.vector(&n(c.arch.ffn_norm_tensor()), c.n_embd)?,
+                ffn,
                 post_ffn_norm: b.opt_vector(&n("post_ffw_norm.weight"), c.n_embd)?,
             });
         }
@@ -120,25 +191,12 @@ impl<'a> Weights<'a> {
 
     /// Every matrix the forward pass multiplies with: the LM head, then each layer's.
     fn matrices_mut(&mut self) -> impl Iterator<Item = &mut QMatrix<'a>> {
-        core::iter::once(&mut self.output).chain(self.layers.iter_mut().flat_map(|l| {
-            [
-                &mut l.wq,
-                &mut l.wk,
-                &mut l.wv,
-                &mut l.wo,
-                &mut l.gate,
-                &mut l.up,
-                &mut l.down,
-            ]
-        }))
+        core::iter::once(&mut self.output).chain(self.layers.iter_mut().flat_map(|l| l.matrices_mut()))
     }
 
-    pub(crate) fn matrices(&self) -> impl Iterator<Item = &QMatrix<'a>> {
-        core::iter::once(&self.output).chain(
-            self.layers
-                .iter()
-                .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]),
-        )
+    /// Every matrix the forward pass multiplies with: the LM head, then each layer's.
+    pub fn matrices(&self) -> impl Iterator<Item = &QMatrix<'a>> {
+        core::iter::once(&self.output).chain(self.layers.iter().flat_map(|l| l.matrices()))
     }
 
     /// Repacks every matrix the forward pass multiplies with (the LM head too, but not the
@@ -245,19 +303,35 @@ impl<'a> Weights<'a> {
         Ok(bytes)
     }
 
-    /// Total bytes of all weight matrices read per generated token (embedding row excluded).
+    /// Bytes of weight matrices read per generated token (embedding row excluded): every
+    /// matrix of a dense model; of a mixture, only the experts a token uses.
     pub fn bytes_per_token(&self) -> usize {
-        self.matrices().map(|m| m.data.len()).sum()
+        let c = &self.config;
+        let mut bytes = self.output.data.len();
+        for (il, l) in self.layers.iter().enumerate() {
+            bytes += [&l.wq, &l.wk, &l.wv, &l.wo]
+                .iter()
+                .map(|m| m.data.len())
+                .sum::<usize>();
+            bytes += match (&l.ffn, &c.moe) {
+                (Ffn::Moe(m), Some(moe)) => m.bytes_per_token(moe.n_used[il]),
+                (ffn, _) => match ffn {
+                    Ffn::Dense(d) => d.matrices().map(|m| m.data.len()).sum(),
+                    Ffn::Moe(m) => m.matrices().map(|m| m.data.len()).sum(),
+                },
+            };
+        }
+        bytes
     }
 }
 
-struct Binder<'f, 'a> {
+pub(super) struct Binder<'f, 'a> {
     f: &'f GgufFile<'a>,
     kernels: &'f Kernels,
 }
 
 impl<'a> Binder<'_, 'a> {
-    fn require(&self, name: &str) -> Result<&TensorInfo<'a>> {
+    pub(super) fn require(&self, name: &str) -> Result<&TensorInfo<'a>> {
         self.f
             .tensor(name)
             .ok_or_else(|| Error::MissingTensor(name.to_string()))
@@ -274,10 +348,22 @@ impl<'a> Binder<'_, 'a> {
 
     /// A `rows x cols` matrix; `compute` asks for a dot-product kernel (the embedding table
     /// is only dequantized row by row).
-    fn matrix(&self, name: &str, rows: usize, cols: usize, compute: bool) -> Result<QMatrix<'a>> {
+    pub(super) fn matrix(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        compute: bool,
+    ) -> Result<QMatrix<'a>> {
+        let t = self.typed(name, &[cols as u64, rows as u64], compute)?;
+        QMatrix::new(t.ty, rows, cols, self.f.tensor_data(t))
+    }
+
+    /// A tensor of exactly these dimensions and a type the engine computes with.
+    fn typed(&self, name: &str, dims: &[u64], compute: bool) -> Result<&TensorInfo<'a>> {
         let t = self.require(name)?;
-        if t.dims != [cols as u64, rows as u64] {
-            return Err(shape_err(name, &[cols as u64, rows as u64], &t.dims));
+        if t.dims != dims {
+            return Err(shape_err(name, dims, &t.dims));
         }
         if !t.ty.is_supported() {
             return Err(Error::UnknownTensorType {
@@ -288,16 +374,61 @@ impl<'a> Binder<'_, 'a> {
         if compute {
             self.check_compute(t.ty, name)?;
         }
-        QMatrix::new(t.ty, rows, cols, self.f.tensor_data(t))
+        Ok(t)
     }
 
-    fn vector(&self, name: &str, len: usize) -> Result<Cow<'a, [f32]>> {
+    /// A stack of `stack` matrices `rows x cols` (a 3-D tensor, e.g. the experts).
+    pub(super) fn stack(
+        &self,
+        name: &str,
+        stack: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Result<QMatrix<'a>> {
+        let t = self.typed(name, &[cols as u64, rows as u64, stack as u64], true)?;
+        QMatrix::stacked(t.ty, stack, rows, cols, self.f.tensor_data(t))
+    }
+
+    /// A `1 x cols` matrix stored as a vector (`[cols]`) or a one-row matrix.
+    pub(super) fn row(&self, name: &str, cols: usize) -> Result<QMatrix<'a>> {
+        let t = self.require(name)?;
+        if t.dims.len() == 1 && t.dims[0] == cols as u64 {
+            let t = self.typed(name, &[cols as u64], true)?;
+            return QMatrix::new(t.ty, 1, cols, self.f.tensor_data(t));
+        }
+        self.matrix(name, 1, cols, true)
+    }
+
+    /// An optional `rows` x `len` table of f32 values (per-expert biases `[len, rows]`),
+    /// flattened row after row.
+    pub(super) fn opt_table(
+        &self,
+        name: &str,
+        len: usize,
+        rows: usize,
+    ) -> Result<Option<Cow<'a, [f32]>>> {
+        let Some(t) = self.f.tensor(name) else {
+            return Ok(None);
+        };
+        let dims = [len as u64, rows as u64];
+        if t.dims != dims {
+            return Err(shape_err(name, &dims, &t.dims));
+        }
+        self.f32_data(name, t, len * rows).map(Some)
+    }
+
+    pub(super) fn vector(&self, name: &str, len: usize) -> Result<Cow<'a, [f32]>> {
         let t = self.require(name)?;
         if t.n_elements() != len as u64
             || t.dims.len() > 1 && t.dims.iter().skip(1).any(|&d| d != 1)
         {
             return Err(shape_err(name, &[len as u64], &t.dims));
         }
+        self.f32_data(name, t, len)
+    }
+
+    /// A tensor's `len` values as f32: borrowed when stored as little-endian, aligned f32.
+    fn f32_data(&self, name: &str, t: &TensorInfo<'a>, len: usize) -> Result<Cow<'a, [f32]>> {
         let data = self.f.tensor_data(t);
         if t.ty == GgmlType::F32 && cfg!(target_endian = "little") {
             if let Ok(s) = bytemuck::try_cast_slice::<u8, f32>(data) {
@@ -312,7 +443,7 @@ impl<'a> Binder<'_, 'a> {
         Ok(Cow::Owned(v))
     }
 
-    fn opt_vector(&self, name: &str, len: usize) -> Result<Option<Cow<'a, [f32]>>> {
+    pub(super) fn opt_vector(&self, name: &str, len: usize) -> Result<Option<Cow<'a, [f32]>>> {
         match self.f.tensor(name) {
             Some(_) => self.vector(name, len).map(Some),
             None => Ok(None),

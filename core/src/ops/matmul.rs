@@ -15,7 +15,8 @@ use crate::quant::{self, GgmlType};
 
 /// A 2-D weight matrix in ggml orientation: `rows` output features of `cols` input weights
 /// of type `ty`, borrowed from the model file in ggml's row layout or owned after
-/// [`QMatrix::interleave`].
+/// [`QMatrix::interleave`]. It may be a stack of `stack` matrices of `rows / stack` rows each
+/// (a 3-D tensor: the experts of a mixture), of which [`QMatrix::part`] gives one.
 #[derive(Debug, Clone)]
 pub struct QMatrix<'a> {
     pub ty: GgmlType,
@@ -23,9 +24,40 @@ pub struct QMatrix<'a> {
     pub cols: usize,
     pub layout: Layout,
     pub data: Cow<'a, [u8]>,
+    /// Matrices stacked in `rows` (1 for a plain matrix).
+    pub stack: usize,
 }
 
 impl<'a> QMatrix<'a> {
+    /// A stack of `stack` matrices of `rows` rows each, one after another in `data` (a 3-D
+    /// ggml tensor `[cols, rows, stack]`).
+    pub fn stacked(
+        ty: GgmlType,
+        stack: usize,
+        rows: usize,
+        cols: usize,
+        data: &'a [u8],
+    ) -> Result<Self> {
+        let total = rows.checked_mul(stack).ok_or_else(|| {
+            Error::InvalidArgument(alloc::format!("{stack} matrices of {rows} rows"))
+        })?;
+        let mut m = Self::new(ty, total, cols, data)?;
+        m.stack = stack.max(1);
+        Ok(m)
+    }
+
+    /// Matrix `i` of the stack (borrowed).
+    pub fn part(&self, i: usize) -> Result<QMatrix<'_>> {
+        let rows = self.rows / self.stack.max(1);
+        if i >= self.stack {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "matrix {i} of a stack of {}",
+                self.stack
+            )));
+        }
+        self.rows_view(i * rows, rows)
+    }
+
     pub fn new(ty: GgmlType, rows: usize, cols: usize, data: &'a [u8]) -> Result<Self> {
         let row_bytes = ty.bytes_for(cols as u64).ok_or_else(|| {
             Error::InvalidArgument(alloc::format!(
@@ -45,6 +77,7 @@ impl<'a> QMatrix<'a> {
             cols,
             layout: Layout::Rows,
             data: Cow::Borrowed(data),
+            stack: 1,
         })
     }
 
@@ -55,20 +88,31 @@ impl<'a> QMatrix<'a> {
     /// The first `rows` rows (borrowed). In the interleaved layout `rows` must be a whole
     /// number of groups ([`interleaved::ROWS`]): the groups are stored one after another.
     pub fn row_prefix(&self, rows: usize) -> Result<QMatrix<'_>> {
-        if rows > self.rows
-            || (self.layout == Layout::X8 && !rows.is_multiple_of(interleaved::ROWS))
+        self.rows_view(0, rows)
+    }
+
+    /// Rows `first..first + rows` (borrowed), a plain matrix. In the interleaved layout both
+    /// must be whole numbers of groups ([`interleaved::ROWS`]).
+    pub fn rows_view(&self, first: usize, rows: usize) -> Result<QMatrix<'_>> {
+        let aligned = |r: usize| self.layout != Layout::X8 || r.is_multiple_of(interleaved::ROWS);
+        if first.checked_add(rows).is_none_or(|end| end > self.rows)
+            || !aligned(first)
+            || !aligned(rows)
         {
             return Err(Error::InvalidArgument(alloc::format!(
-                "a prefix of {rows} rows of a {}-row matrix",
+                "rows {first}..{} of a {}-row matrix",
+                first.saturating_add(rows),
                 self.rows
             )));
         }
+        let rb = self.row_bytes();
         Ok(QMatrix {
             ty: self.ty,
             rows,
             cols: self.cols,
             layout: self.layout,
-            data: Cow::Borrowed(&self.data[..rows * self.row_bytes()]),
+            data: Cow::Borrowed(&self.data[first * rb..(first + rows) * rb]),
+            stack: 1,
         })
     }
 
@@ -106,11 +150,12 @@ impl<'a> QMatrix<'a> {
     }
 
     /// Whether [`Self::interleave`] repacks this matrix with kernels `k`: still in the row
-    /// layout, a kernel for the interleaved one, and whole groups of rows.
+    /// layout, a kernel for the interleaved one, and whole groups of rows (in each matrix of
+    /// a stack, so that no group mixes two).
     pub fn can_interleave(&self, k: &Kernels) -> bool {
         self.layout == Layout::Rows
             && k.gemv_x8(self.ty).is_some()
-            && self.rows.is_multiple_of(interleaved::ROWS)
+            && (self.rows / self.stack.max(1)).is_multiple_of(interleaved::ROWS)
     }
 
     /// The activation format this matrix's dot product consumes.

@@ -1,0 +1,114 @@
+//! The feed-forward half of a layer: the pre-norm, a dense gated FFN or a mixture of experts
+//! (`moe::block`), the optional post-norm, the residual add.
+
+use super::arch::Activation;
+use super::forward::{norm_rows, project, project_many, residual};
+use super::moe;
+use super::scratch::Scratch;
+use super::weights::{DenseFfn, Ffn, Layer, Weights};
+use crate::error::Result;
+use crate::kernels::Kernels;
+use crate::ops::matmul::{glu_fusable, matmul_glu, matvec_f32, matvec_many, ActBuf, BatchAct};
+use crate::parallel::{for_each_range, DisjointSlice, Parallel};
+
+/// The gated activation of the architecture: `gate = glu(gate, up)` element by element.
+pub(super) type Glu = fn(&mut [f32], &[f32]);
+
+pub(super) fn glu(k: &Kernels, a: Activation) -> Glu {
+    match a {
+        Activation::Silu => k.swiglu(),
+        Activation::Gelu => k.geglu(),
+    }
+}
+
+pub(super) fn ffn_block(
+    w: &Weights<'_>,
+    s: &mut Scratch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    il: usize,
+    l: &Layer<'_>,
+    n: usize,
+) -> Result<()> {
+    let c = &w.config;
+    let d = c.n_embd;
+    norm_rows(par, &mut s.xb, &s.x, &l.ffn_norm, c.rms_eps, d, n);
+    let glu = glu(k, c.activation);
+    match &l.ffn {
+        Ffn::Dense(f) => {
+            let bufs = Hidden {
+                act: &mut s.act,
+                act1: &mut s.act1,
+                hb: &mut s.hb,
+                hb2: &mut s.hb2,
+            };
+            dense(k, par, bufs, f, glu, &s.xb, n, &mut s.xb2)?
+        }
+        Ffn::Moe(m) => moe::block(c, s, k, par, il, m, glu, n)?,
+    }
+    let norm = l.post_ffn_norm.as_deref();
+    residual(par, &mut s.x, &mut s.xb2, norm, c.rms_eps, d, n);
+    Ok(())
+}
+
+/// The working buffers of a dense FFN: quantized activations and the hidden rows.
+pub(super) struct Hidden<'s> {
+    pub act: &'s mut BatchAct,
+    pub act1: &'s mut ActBuf,
+    pub hb: &'s mut [f32],
+    pub hb2: &'s mut [f32],
+}
+
+/// `out[t] = down(glu(gate · x[t], up · x[t]))` for the first `n` rows of `x`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dense(
+    k: &Kernels,
+    par: &dyn Parallel,
+    h: Hidden<'_>,
+    f: &DenseFfn<'_>,
+    glu: Glu,
+    x: &[f32],
+    n: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    let d = f.gate.cols;
+    let n_ff = f.up.rows;
+    if n == 1 {
+        // one token: gate and up in one matrix × vector dispatch
+        let (hb, hb2) = (&mut h.hb[..n_ff], &mut h.hb2[..n_ff]);
+        matvec_many(k, par, [&f.gate, &f.up], &x[..d], h.act1, [hb, hb2])?;
+        glu(&mut h.hb[..n_ff], &h.hb2[..n_ff]);
+        return matvec_f32(k, par, &f.down, &h.hb[..n_ff], h.act1, &mut out[..d]);
+    }
+    if glu_fusable(k, &f.gate, &f.up) {
+        // gate and up in one pass that stores only glu(gate, up)
+        h.act.quantize(k, par, f.gate.act_type(), &x[..n * d], n)?;
+        let hb = &mut h.hb[..n * n_ff];
+        matmul_glu(k, par, &f.gate, &f.up, glu, h.act, n, hb)?;
+    } else {
+        let outs = [&mut h.hb[..], &mut h.hb2[..]];
+        project_many(k, par, h.act, [&f.gate, &f.up], x, n, outs)?;
+        glu_rows(par, glu, h.hb, h.hb2, n_ff, n);
+    }
+    project(k, par, h.act, &f.down, h.hb, n, out)
+}
+
+/// `glu` row by row, as the single-token pass calls it (same vector / tail split), the rows
+/// spread over the threads.
+pub(super) fn glu_rows(
+    par: &dyn Parallel,
+    glu: Glu,
+    gates: &mut [f32],
+    ups: &[f32],
+    width: usize,
+    n: usize,
+) {
+    let gates = DisjointSlice::new(gates);
+    for_each_range(par, n, 4, &|start, end| {
+        for t in start..end {
+            // SAFETY: row t belongs to this range only.
+            let hb = unsafe { gates.piece(t * width, width) };
+            glu(hb, &ups[t * width..(t + 1) * width]);
+        }
+    });
+}

@@ -1,0 +1,296 @@
+//! The mixture-of-experts block of the forward pass.
+//!
+//! Every token's router logits are computed in one product; each token chooses its experts
+//! ([`route`]); then the step's tokens are grouped by expert, and each expert that any token
+//! chose runs once over all of its tokens through the batch kernels (an expert no token
+//! chose is never read). A token's output is the sum of its experts' outputs, each times its
+//! weight, in ascending order of expert: the same order whatever shares the step, and every
+//! expert product gives a token the bits the single-token kernels give it, so a sequence's
+//! logits do not depend on its neighbours (batch invariance).
+
+use alloc::vec::Vec;
+
+use super::super::config::Config;
+use super::super::ffn::{dense, glu_rows, Glu, Hidden};
+use super::super::forward::project;
+use super::super::scratch::Scratch;
+use super::experts::{Expert, Experts};
+use super::route::route;
+use crate::error::Result;
+use crate::kernels::Kernels;
+use crate::ops::matmul::{glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many};
+use crate::parallel::Parallel;
+
+/// The block's working memory, grown to the largest pass and reused.
+#[derive(Default)]
+pub struct MoeScratch {
+    /// Router logits, `n × n_expert`.
+    logits: Vec<f32>,
+    /// One token's probabilities (`route`'s scratch).
+    probs: Vec<f32>,
+    /// Each token's experts and weights, `n × k`.
+    ids: Vec<u32>,
+    weights: Vec<f32>,
+    /// The tokens of each expert: `first[e]..first[e + 1]` index `members` (token, weight).
+    first: Vec<usize>,
+    members: Vec<(u32, f32)>,
+    /// One expert's tokens' inputs and outputs, `m × n_embd` each.
+    input: Vec<f32>,
+    output: Vec<f32>,
+}
+
+impl MoeScratch {
+    /// Bytes the scratch holds for passes of `cap` tokens of model `c`.
+    pub fn bytes_for(c: &Config, cap: usize) -> usize {
+        let Some(moe) = &c.moe else { return 0 };
+        let (e, k) = (moe.n_expert, moe.max_used());
+        let f = size_of::<f32>();
+        cap * e * f
+            + e * f
+            + cap * k * (size_of::<u32>() + f)
+            + (e + 1) * size_of::<usize>()
+            + cap * k * size_of::<(u32, f32)>()
+            + 2 * cap * c.n_embd * f
+    }
+
+    /// Grows the buffers to what passes of `cap` tokens need.
+    pub fn reserve(&mut self, c: &Config, cap: usize) {
+        let Some(moe) = &c.moe else { return };
+        let (e, k) = (moe.n_expert, moe.max_used());
+        grow(&mut self.logits, cap * e, 0.0);
+        grow(&mut self.probs, e, 0.0);
+        grow(&mut self.ids, cap * k, 0);
+        grow(&mut self.weights, cap * k, 0.0);
+        grow(&mut self.first, e + 1, 0);
+        grow(&mut self.members, cap * k, (0, 0.0));
+        grow(&mut self.input, cap * c.n_embd, 0.0);
+        grow(&mut self.output, cap * c.n_embd, 0.0);
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        let f = size_of::<f32>();
+        (self.logits.capacity()
+            + self.probs.capacity()
+            + self.weights.capacity()
+            + self.input.capacity()
+            + self.output.capacity())
+            * f
+            + self.ids.capacity() * size_of::<u32>()
+            + self.first.capacity() * size_of::<usize>()
+            + self.members.capacity() * size_of::<(u32, f32)>()
+    }
+}
+
+fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
+    if v.len() < len {
+        v.resize(len, fill);
+    }
+}
+
+/// `s.xb2[t] = Σ_e weight · expert_e(s.xb[t])` (+ the shared expert) for the pass's first
+/// `n` tokens.
+#[allow(clippy::too_many_arguments)]
+pub(in crate::model) fn block(
+    c: &Config,
+    s: &mut Scratch,
+    k: &Kernels,
+    par: &dyn Parallel,
+    il: usize,
+    m: &Experts<'_>,
+    glu: Glu,
+    n: usize,
+) -> Result<()> {
+    let Some(moe) = &c.moe else {
+        return Err(crate::Error::UnsupportedModel(
+            "a layer has experts but the model no mixture-of-experts configuration".into(),
+        ));
+    };
+    let d = c.n_embd;
+    let (n_expert, used) = (moe.n_expert, moe.n_used[il]);
+    let ms = &mut s.moe;
+    ms.reserve(c, n.max(1));
+
+    // router logits of every token, then each token's experts
+    let logits = &mut ms.logits[..n * n_expert];
+    if n == 1 {
+        matvec_f32(k, par, &m.router, &s.xb[..d], &mut s.act1, logits)?;
+    } else {
+        project(k, par, &mut s.act, &m.router, &s.xb, n, logits)?;
+    }
+    for t in 0..n {
+        let row = &mut ms.logits[t * n_expert..(t + 1) * n_expert];
+        if let Some(b) = &m.router_bias {
+            row.iter_mut().zip(b.iter()).for_each(|(l, b)| *l += b);
+        }
+        let (ids, weights) = (
+            &mut ms.ids[t * used..(t + 1) * used],
+            &mut ms.weights[t * used..(t + 1) * used],
+        );
+        route(
+            moe.gating,
+            moe.norm_weights,
+            row,
+            &mut ms.probs[..n_expert],
+            ids,
+            weights,
+        );
+    }
+
+    // the tokens of each expert, in token order
+    ms.first[..=n_expert].fill(0);
+    for &e in &ms.ids[..n * used] {
+        ms.first[e as usize + 1] += 1;
+    }
+    for e in 0..n_expert {
+        ms.first[e + 1] += ms.first[e];
+    }
+    let mut next: [usize; super::config::MAX_EXPERTS] = [0; super::config::MAX_EXPERTS];
+    next[..n_expert].copy_from_slice(&ms.first[..n_expert]);
+    for t in 0..n {
+        for j in 0..used {
+            let e = ms.ids[t * used + j] as usize;
+            ms.members[next[e]] = (t as u32, ms.weights[t * used + j]);
+            next[e] += 1;
+        }
+    }
+
+    // each chosen expert over its tokens; the outputs summed into xb2 in expert order
+    s.xb2[..n * d].fill(0.0);
+    for e in 0..n_expert {
+        let members = &ms.members[ms.first[e]..ms.first[e + 1]];
+        if members.is_empty() {
+            continue;
+        }
+        let rows = members.len();
+        for (i, &(t, _)) in members.iter().enumerate() {
+            let t = t as usize;
+            ms.input[i * d..(i + 1) * d].copy_from_slice(&s.xb[t * d..(t + 1) * d]);
+        }
+        let expert = m.expert(e)?;
+        let bufs = Hidden {
+            act: &mut s.act,
+            act1: &mut s.act1,
+            hb: &mut s.hb,
+            hb2: &mut s.hb2,
+        };
+        run_expert(
+            k,
+            par,
+            bufs,
+            m,
+            &expert,
+            e,
+            glu,
+            &ms.input[..rows * d],
+            rows,
+            &mut ms.output[..rows * d],
+        )?;
+        for (i, &(t, weight)) in members.iter().enumerate() {
+            let t = t as usize;
+            let y = &ms.output[i * d..(i + 1) * d];
+            s.xb2[t * d..(t + 1) * d]
+                .iter_mut()
+                .zip(y)
+                .for_each(|(o, y)| *o += y * weight);
+        }
+    }
+
+    if let Some(sh) = &m.shared {
+        // every token also runs the shared expert, scaled by sigmoid(gate_inp · x)
+        let out = &mut ms.output[..n * d];
+        let bufs = Hidden {
+            act: &mut s.act,
+            act1: &mut s.act1,
+            hb: &mut s.hb,
+            hb2: &mut s.hb2,
+        };
+        dense(k, par, bufs, &sh.ffn, glu, &s.xb, n, out)?;
+        let gates = &mut ms.logits[..n];
+        if n == 1 {
+            matvec_f32(k, par, &sh.gate_inp, &s.xb[..d], &mut s.act1, gates)?;
+        } else {
+            project(k, par, &mut s.act, &sh.gate_inp, &s.xb, n, gates)?;
+        }
+        for (t, &gate) in gates.iter().enumerate() {
+            let g = sigmoid(gate);
+            let y = &ms.output[t * d..(t + 1) * d];
+            s.xb2[t * d..(t + 1) * d]
+                .iter_mut()
+                .zip(y)
+                .for_each(|(o, y)| *o += y * g);
+        }
+    }
+    Ok(())
+}
+
+/// ggml's `silu(x) / x` of Qwen2-MoE's shared-expert gate, written as the logistic.
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + libm::expf(-x))
+}
+
+/// One expert over `rows` tokens: `out = down(glu(gate x + bg, up x + bu)) + bd`.
+#[allow(clippy::too_many_arguments)]
+fn run_expert(
+    k: &Kernels,
+    par: &dyn Parallel,
+    h: Hidden<'_>,
+    m: &Experts<'_>,
+    f: &Expert<'_>,
+    e: usize,
+    glu: Glu,
+    x: &[f32],
+    rows: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    let (d, n_ff) = (f.gate.cols, f.up.rows);
+    let biased = m.gate_bias.is_some() || m.up_bias.is_some();
+    let (bg, bu, bd) = (
+        expert_row(&m.gate_bias, e, n_ff),
+        expert_row(&m.up_bias, e, n_ff),
+        expert_row(&m.down_bias, e, d),
+    );
+    let (hb, hb2) = (&mut h.hb[..rows * n_ff], &mut h.hb2[..rows * n_ff]);
+    if rows == 1 {
+        matvec_many(k, par, [&f.gate, &f.up], &x[..d], h.act1, [hb, hb2])?;
+        add_rows(hb, bg, n_ff);
+        add_rows(hb2, bu, n_ff);
+        glu(hb, hb2);
+        matvec_f32(k, par, &f.down, hb, h.act1, &mut out[..d])?;
+    } else {
+        h.act.quantize(k, par, f.gate.act_type(), x, rows)?;
+        if !biased && glu_fusable(k, &f.gate, &f.up) {
+            matmul_glu(k, par, &f.gate, &f.up, glu, h.act, rows, hb)?;
+        } else {
+            matmul(k, par, &f.gate, h.act, rows, hb)?;
+            if f.up.act_type() != f.gate.act_type() {
+                h.act.quantize(k, par, f.up.act_type(), x, rows)?;
+            }
+            matmul(k, par, &f.up, h.act, rows, hb2)?;
+            add_rows(hb, bg, n_ff);
+            add_rows(hb2, bu, n_ff);
+            glu_rows(par, glu, hb, hb2, n_ff, rows);
+        }
+        project(k, par, h.act, &f.down, hb, rows, out)?;
+    }
+    add_rows(out, bd, d);
+    Ok(())
+}
+
+/// Expert `e`'s row of `len` values of a per-expert table.
+fn expert_row<'b>(
+    table: &'b Option<alloc::borrow::Cow<'_, [f32]>>,
+    e: usize,
+    len: usize,
+) -> Option<&'b [f32]> {
+    table.as_deref().map(|b| &b[e * len..(e + 1) * len])
+}
+
+/// `x[row] += b` for every row of `len` values, where there is a bias.
+fn add_rows(x: &mut [f32], b: Option<&[f32]>, len: usize) {
+    if let Some(b) = b {
+        for row in x.chunks_exact_mut(len) {
+            row.iter_mut().zip(b).for_each(|(x, b)| *x += b);
+        }
+    }
+}
