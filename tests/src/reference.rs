@@ -180,25 +180,34 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
         }
         for x in xs.iter_mut() {
             let h = rmsnorm(x, &l("ffn_norm.weight").unwrap(), eps);
-            let g = l("ffn_gate.weight").unwrap().mul(&h);
-            let up = l("ffn_up.weight").unwrap().mul(&h);
-            let act: Vec<f64> = g
-                .iter()
-                .zip(&up)
-                .map(|(&g, &u)| {
-                    let a = if gemma {
-                        0.5 * g
-                            * (1.0
-                                + ((2.0 / std::f64::consts::PI).sqrt()
-                                    * (g + 0.044715 * g * g * g))
-                                    .tanh())
-                    } else {
-                        g / (1.0 + (-g).exp())
-                    };
-                    a * u
-                })
-                .collect();
-            let mut d = l("ffn_down.weight").unwrap().mul(&act);
+            let mut d = match l("ffn_gate_inp.weight") {
+                None => ffn(
+                    &h,
+                    &l("ffn_gate.weight").unwrap(),
+                    &l("ffn_up.weight").unwrap(),
+                    &l("ffn_down.weight").unwrap(),
+                    gemma,
+                ),
+                Some(router) => {
+                    let used = f
+                        .get_u64(&format!("{arch}.expert_used_count"))
+                        .unwrap()
+                        .unwrap() as usize;
+                    moe(&h, &router, used, arch != "qwen2moe", &l)
+                }
+            };
+            if let Some(sh) = l("ffn_gate_inp_shexp.weight") {
+                let y = ffn(
+                    &h,
+                    &l("ffn_gate_shexp.weight").unwrap(),
+                    &l("ffn_up_shexp.weight").unwrap(),
+                    &l("ffn_down_shexp.weight").unwrap(),
+                    false,
+                );
+                let g = sh.mul(&h)[0];
+                let g = 1.0 / (1.0 + (-g).exp());
+                d.iter_mut().zip(&y).for_each(|(d, y)| *d += g * y);
+            }
             if let Some(pn) = l("post_ffw_norm.weight") {
                 d = rmsnorm(&d, &pn, eps);
             }
@@ -208,4 +217,64 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
     xs.iter()
         .map(|x| out.mul(&rmsnorm(x, &out_norm, eps)))
         .collect()
+}
+
+/// `down(act(gate h) * up h)`: SwiGLU, or GeGLU (tanh) for Gemma.
+fn ffn(h: &[f64], gate: &Mat, up: &Mat, down: &Mat, gelu: bool) -> Vec<f64> {
+    let (g, u) = (gate.mul(h), up.mul(h));
+    let act: Vec<f64> = g
+        .iter()
+        .zip(&u)
+        .map(|(&g, &u)| {
+            let a = if gelu {
+                0.5 * g
+                    * (1.0
+                        + ((2.0 / std::f64::consts::PI).sqrt() * (g + 0.044715 * g * g * g)).tanh())
+            } else {
+                g / (1.0 + (-g).exp())
+            };
+            a * u
+        })
+        .collect();
+    down.mul(&act)
+}
+
+/// A softmax-routed mixture: the `used` most probable experts, their probabilities
+/// (renormalised when `norm`) weighting their SwiGLU outputs.
+fn moe(
+    h: &[f64],
+    router: &Mat,
+    used: usize,
+    norm: bool,
+    l: &dyn Fn(&str) -> Option<Mat>,
+) -> Vec<f64> {
+    let logits = router.mul(h);
+    let m = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let z: f64 = logits.iter().map(|v| (v - m).exp()).sum();
+    let probs: Vec<f64> = logits.iter().map(|v| (v - m).exp() / z).collect();
+    let mut order: Vec<usize> = (0..probs.len()).collect();
+    order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
+    let chosen = &order[..used];
+    let total: f64 = chosen.iter().map(|&e| probs[e]).sum();
+    let (gate, up, down) = (
+        l("ffn_gate_exps.weight").unwrap(),
+        l("ffn_up_exps.weight").unwrap(),
+        l("ffn_down_exps.weight").unwrap(),
+    );
+    let n_expert = probs.len();
+    let part = |m: &Mat, e: usize| {
+        let rows = m.rows / n_expert;
+        Mat {
+            rows,
+            cols: m.cols,
+            w: m.w[e * rows * m.cols..(e + 1) * rows * m.cols].to_vec(),
+        }
+    };
+    let mut out = vec![0.0; h.len()];
+    for &e in chosen {
+        let w = if norm { probs[e] / total } else { probs[e] };
+        let y = ffn(h, &part(&gate, e), &part(&up, e), &part(&down, e), false);
+        out.iter_mut().zip(&y).for_each(|(o, y)| *o += w * y);
+    }
+    out
 }

@@ -24,6 +24,19 @@ pub struct Spec {
     pub tied: bool,
     pub sliding_window: usize,
     pub seed: u64,
+    /// A mixture of experts in every layer instead of the dense FFN.
+    pub experts: Option<MoeSpec>,
+}
+
+/// The experts of a synthetic mixture.
+#[derive(Debug, Clone, Copy)]
+pub struct MoeSpec {
+    pub n_expert: usize,
+    pub n_used: usize,
+    /// Each expert's feed-forward width.
+    pub n_ff: usize,
+    /// A shared expert with its sigmoid gate (qwen2moe).
+    pub shared: bool,
 }
 
 impl Spec {
@@ -45,6 +58,50 @@ impl Spec {
             tied: false,
             sliding_window: 0,
             seed: 1,
+            experts: None,
+        }
+    }
+
+    /// Qwen3-MoE: QK-norm, 8 experts of which each token uses 2, renormalised.
+    pub fn qwen3moe() -> Spec {
+        Spec {
+            arch: "qwen3moe",
+            qk_norm: true,
+            experts: Some(MoeSpec {
+                n_expert: 8,
+                n_used: 2,
+                n_ff: 128,
+                shared: false,
+            }),
+            ..Spec::llama()
+        }
+    }
+
+    /// Qwen2-MoE: q/k/v biases, 8 experts top-4 unnormalised, and a shared expert.
+    pub fn qwen2moe() -> Spec {
+        Spec {
+            arch: "qwen2moe",
+            qkv_bias: true,
+            experts: Some(MoeSpec {
+                n_expert: 8,
+                n_used: 4,
+                n_ff: 256,
+                shared: true,
+            }),
+            ..Spec::llama()
+        }
+    }
+
+    /// Mixtral: llama with 4 experts top-2.
+    pub fn mixtral() -> Spec {
+        Spec {
+            experts: Some(MoeSpec {
+                n_expert: 4,
+                n_used: 2,
+                n_ff: 256,
+                shared: false,
+            }),
+            ..Spec::llama()
         }
     }
 
@@ -171,6 +228,20 @@ pub fn build(s: &Spec) -> Vec<u8> {
             MetaValue::U32(n_vocab as u32 - 1),
         )
         .meta("tokenizer.ggml.add_bos_token", MetaValue::Bool(true));
+    if let Some(e) = &s.experts {
+        w.meta(k("expert_count"), MetaValue::U32(e.n_expert as u32))
+            .meta(k("expert_used_count"), MetaValue::U32(e.n_used as u32))
+            .meta(
+                k("expert_feed_forward_length"),
+                MetaValue::U32(e.n_ff as u32),
+            );
+        if e.shared {
+            w.meta(
+                k("expert_shared_feed_forward_length"),
+                MetaValue::U32(s.n_ff as u32),
+            );
+        }
+    }
     if s.sliding_window > 0 {
         w.meta(
             k("attention.sliding_window"),
@@ -178,7 +249,10 @@ pub fn build(s: &Spec) -> Vec<u8> {
         );
     }
 
-    let mut matrix = |w: &mut GgufWriter, name: &str, rows: usize, cols: usize, ty: GgmlType| {
+    // random weights of any shape: `dims[0]` columns, the other dimensions rows
+    let mut matrix = |w: &mut GgufWriter, name: &str, dims: &[u64], ty: GgmlType| {
+        let cols = dims[0] as usize;
+        let rows = dims[1..].iter().product::<u64>() as usize;
         let scale = 1.0 / (cols as f32).sqrt() * 1.7;
         let vals = randn(&mut rng, rows * cols, scale);
         let row_bytes = ty.bytes_for(cols as u64).unwrap() as usize;
@@ -186,9 +260,9 @@ pub fn build(s: &Spec) -> Vec<u8> {
         for (r, out) in data.chunks_mut(row_bytes).enumerate() {
             quant::quantize_row(ty, &vals[r * cols..(r + 1) * cols], out).unwrap();
         }
-        w.tensor(name, &[cols as u64, rows as u64], ty, data)
-            .unwrap();
+        w.tensor(name, dims, ty, data).unwrap();
     };
+
     let mut rng2 = Rng::new(s.seed ^ 0xABCD);
     let mut norm = |w: &mut GgufWriter, name: &str, n: usize| {
         let vals: Vec<f32> = (0..n).map(|_| 1.0 + 0.2 * rng2.uniform()).collect();
@@ -200,21 +274,45 @@ pub fn build(s: &Spec) -> Vec<u8> {
     matrix(
         &mut w,
         "token_embd.weight",
-        n_vocab,
-        s.n_embd,
+        &[s.n_embd as u64, n_vocab as u64],
         GgmlType::Q8_0,
     );
     norm(&mut w, "output_norm.weight", s.n_embd);
     if !s.tied {
-        matrix(&mut w, "output.weight", n_vocab, s.n_embd, wt);
+        matrix(
+            &mut w,
+            "output.weight",
+            &[s.n_embd as u64, n_vocab as u64],
+            wt,
+        );
     }
     for il in 0..s.n_layer {
         let n = |x: &str| format!("blk.{il}.{x}");
         norm(&mut w, &n("attn_norm.weight"), s.n_embd);
-        matrix(&mut w, &n("attn_q.weight"), q, s.n_embd, wt);
-        matrix(&mut w, &n("attn_k.weight"), kv, s.n_embd, wt);
-        matrix(&mut w, &n("attn_v.weight"), kv, s.n_embd, wt);
-        matrix(&mut w, &n("attn_output.weight"), s.n_embd, q, wt);
+        matrix(
+            &mut w,
+            &n("attn_q.weight"),
+            &[s.n_embd as u64, q as u64],
+            wt,
+        );
+        matrix(
+            &mut w,
+            &n("attn_k.weight"),
+            &[s.n_embd as u64, kv as u64],
+            wt,
+        );
+        matrix(
+            &mut w,
+            &n("attn_v.weight"),
+            &[s.n_embd as u64, kv as u64],
+            wt,
+        );
+        matrix(
+            &mut w,
+            &n("attn_output.weight"),
+            &[q as u64, s.n_embd as u64],
+            wt,
+        );
         if s.qkv_bias {
             for (b, len, scale) in [
                 ("attn_q.bias", q, 0.3),
@@ -238,9 +336,62 @@ pub fn build(s: &Spec) -> Vec<u8> {
             norm(&mut w, &n("post_ffw_norm.weight"), s.n_embd);
         }
         norm(&mut w, &n("ffn_norm.weight"), s.n_embd);
-        matrix(&mut w, &n("ffn_gate.weight"), s.n_ff, s.n_embd, wt);
-        matrix(&mut w, &n("ffn_up.weight"), s.n_ff, s.n_embd, wt);
-        matrix(&mut w, &n("ffn_down.weight"), s.n_embd, s.n_ff, wt);
+        let Some(e) = &s.experts else {
+            matrix(
+                &mut w,
+                &n("ffn_gate.weight"),
+                &[s.n_embd as u64, s.n_ff as u64],
+                wt,
+            );
+            matrix(
+                &mut w,
+                &n("ffn_up.weight"),
+                &[s.n_embd as u64, s.n_ff as u64],
+                wt,
+            );
+            matrix(
+                &mut w,
+                &n("ffn_down.weight"),
+                &[s.n_ff as u64, s.n_embd as u64],
+                wt,
+            );
+            continue;
+        };
+        let (d, f, x) = (s.n_embd as u64, e.n_ff as u64, e.n_expert as u64);
+        matrix(
+            &mut w,
+            &n("ffn_gate_inp.weight"),
+            &[s.n_embd as u64, e.n_expert as u64],
+            GgmlType::F32,
+        );
+        for (name, dims) in [
+            ("ffn_gate_exps.weight", [d, f, x]),
+            ("ffn_up_exps.weight", [d, f, x]),
+            ("ffn_down_exps.weight", [f, d, x]),
+        ] {
+            matrix(&mut w, &n(name), &dims, wt);
+        }
+        if e.shared {
+            matrix(&mut w, &n("ffn_gate_inp_shexp.weight"), &[d], GgmlType::F32);
+            matrix(
+                &mut w,
+                &n("ffn_gate_shexp.weight"),
+                &[s.n_embd as u64, s.n_ff as u64],
+                wt,
+            );
+            matrix(
+                &mut w,
+                &n("ffn_up_shexp.weight"),
+                &[s.n_embd as u64, s.n_ff as u64],
+                wt,
+            );
+            matrix(
+                &mut w,
+                &n("ffn_down_shexp.weight"),
+                &[s.n_ff as u64, s.n_embd as u64],
+                wt,
+            );
+        }
     }
     w.finish().unwrap()
 }

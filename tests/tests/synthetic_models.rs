@@ -75,6 +75,35 @@ fn gemma3_swa_qknorm_postnorm_tied_matches_reference() {
 }
 
 #[test]
+fn qwen3moe_renormalised_top2_matches_reference() {
+    check(Spec::qwen3moe(), "qwen3moe-q8_0", 0.999);
+}
+
+#[test]
+fn qwen2moe_shared_expert_q4_k_matches_reference() {
+    check(
+        Spec {
+            weight_type: GgmlType::Q4_K,
+            ..Spec::qwen2moe()
+        },
+        "qwen2moe-q4_k",
+        0.999,
+    );
+}
+
+#[test]
+fn mixtral_q4_0_matches_reference() {
+    check(
+        Spec {
+            weight_type: GgmlType::Q4_0,
+            ..Spec::mixtral()
+        },
+        "mixtral-q4_0",
+        0.999,
+    );
+}
+
+#[test]
 fn every_weight_format_runs() {
     for ty in [
         GgmlType::F16,
@@ -106,6 +135,14 @@ fn batched_prompt_equals_token_by_token() {
         (Spec::llama(), "batch-llama"),
         (Spec::qwen2(), "batch-qwen2"),
         (Spec::gemma3(), "batch-gemma3"),
+        (Spec::qwen3moe(), "batch-qwen3moe"),
+        (
+            Spec {
+                weight_type: GgmlType::Q4_K,
+                ..Spec::qwen2moe()
+            },
+            "batch-qwen2moe",
+        ),
     ] {
         let path = synth::write_temp(&spec, tag);
         let e = Engine::load(

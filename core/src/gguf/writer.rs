@@ -99,7 +99,9 @@ struct PendingTensor {
     name: String,
     dims: Vec<u64>,
     ty: GgmlType,
-    data: Vec<u8>,
+    /// The bytes, or `None` for a tensor the caller writes after [`GgufWriter::header`].
+    data: Option<Vec<u8>>,
+    len: u64,
 }
 
 /// Collects metadata and tensors, then serializes them with [`GgufWriter::finish`].
@@ -166,9 +168,62 @@ impl GgufWriter {
             name,
             dims: dims.to_vec(),
             ty,
-            data,
+            len: data.len() as u64,
+            data: Some(data),
         });
         Ok(self)
+    }
+
+    /// Declares a tensor whose bytes the caller writes itself, at the offset
+    /// [`Self::header`] gives, for a file too large to hold in memory.
+    pub fn declare(
+        &mut self,
+        name: impl Into<String>,
+        dims: &[u64],
+        ty: GgmlType,
+    ) -> Result<&mut Self> {
+        let name = name.into();
+        let n: u64 = dims.iter().product();
+        let len = ty.bytes_for(n).ok_or_else(|| {
+            Error::InvalidArgument(alloc::format!(
+                "tensor '{name}': {dims:?} is not a whole number of {ty} blocks"
+            ))
+        })?;
+        self.tensors.push(PendingTensor {
+            name,
+            dims: dims.to_vec(),
+            ty,
+            data: None,
+            len,
+        });
+        Ok(self)
+    }
+
+    /// The file's header (metadata and tensor directory, padded to the data's alignment)
+    /// and each tensor's absolute offset in the file, in the order they were added: the
+    /// caller writes the header, then each tensor's bytes at its offset (zeros between).
+    pub fn header(&self) -> (Vec<u8>, Vec<u64>) {
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC.to_le_bytes());
+        out.extend_from_slice(&3u32.to_le_bytes());
+        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
+        for (k, v) in &self.metadata {
+            put_str(&mut out, k);
+            out.extend_from_slice(&(v.value_type() as u32).to_le_bytes());
+            // a value was type-checked when it was built (`MetaValue`'s constructors)
+            let _ = put_value(&mut out, v);
+        }
+        let mut offset = 0u64;
+        let mut offsets = Vec::with_capacity(self.tensors.len());
+        for t in &self.tensors {
+            put_tensor_info(&mut out, &t.name, &t.dims, t.ty, offset);
+            offsets.push(offset);
+            offset = (offset + t.len).div_ceil(self.alignment) * self.alignment;
+        }
+        let data_start = (out.len() as u64).div_ceil(self.alignment) * self.alignment;
+        out.resize(data_start as usize, 0);
+        (out, offsets.into_iter().map(|o| data_start + o).collect())
     }
 
     /// Adds an F32 tensor.
@@ -182,29 +237,21 @@ impl GgufWriter {
         self.tensor(name, dims, GgmlType::F32, data)
     }
 
+    /// The whole file (every tensor's bytes must have been given).
     pub fn finish(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC.to_le_bytes());
-        out.extend_from_slice(&3u32.to_le_bytes());
-        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
-        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
-        for (k, v) in &self.metadata {
-            put_str(&mut out, k);
-            out.extend_from_slice(&(v.value_type() as u32).to_le_bytes());
-            put_value(&mut out, v)?;
+        for (_, v) in &self.metadata {
+            put_value(&mut Vec::new(), v)?;
         }
-        let mut offset = 0u64;
-        let mut offsets = Vec::with_capacity(self.tensors.len());
-        for t in &self.tensors {
-            put_tensor_info(&mut out, &t.name, &t.dims, t.ty, offset);
-            offsets.push(offset);
-            offset = (offset + t.data.len() as u64).div_ceil(self.alignment) * self.alignment;
-        }
-        let data_start = (out.len() as u64).div_ceil(self.alignment) * self.alignment;
-        out.resize(data_start as usize, 0);
+        let (mut out, offsets) = self.header();
         for (t, off) in self.tensors.iter().zip(offsets) {
-            out.resize((data_start + off) as usize, 0);
-            out.extend_from_slice(&t.data);
+            let data = t.data.as_ref().ok_or_else(|| {
+                Error::InvalidArgument(alloc::format!(
+                    "tensor '{}' was declared but its bytes were not given",
+                    t.name
+                ))
+            })?;
+            out.resize(off as usize, 0);
+            out.extend_from_slice(data);
         }
         Ok(out)
     }

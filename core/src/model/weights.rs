@@ -65,9 +65,19 @@ impl<'a> DenseFfn<'a> {
         let up = n(&alloc::format!("ffn_up{suffix}.weight"));
         let n_ff = b.require(&up)?.dims.get(1).copied().unwrap_or(0) as usize;
         Ok(DenseFfn {
-            gate: b.matrix(&n(&alloc::format!("ffn_gate{suffix}.weight")), n_ff, n_embd, true)?,
+            gate: b.matrix(
+                &n(&alloc::format!("ffn_gate{suffix}.weight")),
+                n_ff,
+                n_embd,
+                true,
+            )?,
             up: b.matrix(&up, n_ff, n_embd, true)?,
-            down: b.matrix(&n(&alloc::format!("ffn_down{suffix}.weight")), n_embd, n_ff, true)?,
+            down: b.matrix(
+                &n(&alloc::format!("ffn_down{suffix}.weight")),
+                n_embd,
+                n_ff,
+                true,
+            )?,
         })
     }
 
@@ -85,11 +95,7 @@ impl<'a> Ffn<'a> {
     pub fn width(&self) -> usize {
         match self {
             Ffn::Dense(d) => d.up.rows,
-            Ffn::Moe(m) => m
-                .shared
-                .as_ref()
-                .map_or(0, |s| s.ffn.up.rows)
-                .max(m.n_ff),
+            Ffn::Moe(m) => m.shared.as_ref().map_or(0, |s| s.ffn.up.rows).max(m.n_ff),
         }
     }
 }
@@ -152,7 +158,9 @@ impl<'a> Weights<'a> {
             let n = |s: &str| alloc::format!("blk.{il}.{s}");
             let ffn = match &c.moe {
                 None => Ffn::Dense(DenseFfn::bind(&b, &n, "", c.n_embd)?),
-                Some(moe) => Ffn::Moe(alloc::boxed::Box::new(Experts::bind(&b, il, moe, c.n_embd)?)),
+                Some(moe) => Ffn::Moe(alloc::boxed::Box::new(Experts::bind(
+                    &b, il, moe, c.n_embd,
+                )?)),
             };
             n_ff_max = n_ff_max.max(ffn.width());
             layers.push(Layer {
@@ -191,7 +199,8 @@ impl<'a> Weights<'a> {
 
     /// Every matrix the forward pass multiplies with: the LM head, then each layer's.
     fn matrices_mut(&mut self) -> impl Iterator<Item = &mut QMatrix<'a>> {
-        core::iter::once(&mut self.output).chain(self.layers.iter_mut().flat_map(|l| l.matrices_mut()))
+        core::iter::once(&mut self.output)
+            .chain(self.layers.iter_mut().flat_map(|l| l.matrices_mut()))
     }
 
     /// Every matrix the forward pass multiplies with: the LM head, then each layer's.

@@ -64,7 +64,8 @@ impl MoeConfig {
         }
         let n_expert = n_expert as usize;
         let used_key = key(keys::EXPERT_USED_COUNT);
-        let n_used = per_layer(f, &used_key, n_layer)?.ok_or(Error::MissingKey(used_key.clone()))?;
+        let n_used =
+            per_layer(f, &used_key, n_layer)?.ok_or(Error::MissingKey(used_key.clone()))?;
         let most = n_expert.min(super::route::MAX_USED);
         if let Some(&bad) = n_used.iter().find(|&&k| k == 0 || k > most) {
             return Err(Error::UnsupportedModel(alloc::format!(

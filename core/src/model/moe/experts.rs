@@ -101,21 +101,28 @@ impl<'a> Experts<'a> {
 
     /// Every matrix of the layer's feed-forward block.
     pub fn matrices(&self) -> impl Iterator<Item = &QMatrix<'a>> {
-        let shared = self.shared.iter().flat_map(|s| {
-            core::iter::once(&s.gate_inp).chain(s.ffn.matrices())
-        });
+        let shared = self
+            .shared
+            .iter()
+            .flat_map(|s| core::iter::once(&s.gate_inp).chain(s.ffn.matrices()));
         [&self.router, &self.gate, &self.up, &self.down]
             .into_iter()
             .chain(shared)
     }
 
     pub(in crate::model) fn matrices_mut(&mut self) -> impl Iterator<Item = &mut QMatrix<'a>> {
-        let shared = self.shared.iter_mut().flat_map(|s| {
-            core::iter::once(&mut s.gate_inp).chain(s.ffn.matrices_mut())
-        });
-        [&mut self.router, &mut self.gate, &mut self.up, &mut self.down]
-            .into_iter()
-            .chain(shared)
+        let shared = self
+            .shared
+            .iter_mut()
+            .flat_map(|s| core::iter::once(&mut s.gate_inp).chain(s.ffn.matrices_mut()));
+        [
+            &mut self.router,
+            &mut self.gate,
+            &mut self.up,
+            &mut self.down,
+        ]
+        .into_iter()
+        .chain(shared)
     }
 
     /// Bytes of weights one token reads in this layer: the router, `used` experts' rows and

@@ -94,7 +94,14 @@ mod tests {
         assert!((w[0] as f64 - a / (a + b)).abs() < 1e-6);
         assert!((w[0] + w[1] - 1.0).abs() < 1e-6);
         // unnormalised: the probabilities over all four experts
-        route(Gating::Softmax, false, &logits, &mut probs, &mut ids, &mut w);
+        route(
+            Gating::Softmax,
+            false,
+            &logits,
+            &mut probs,
+            &mut ids,
+            &mut w,
+        );
         let total: f64 = logits.iter().map(|&l| (l as f64).exp()).sum();
         assert!((w[1] as f64 - b / total).abs() < 1e-6);
     }
@@ -103,7 +110,14 @@ mod tests {
     fn softmax_of_the_selected_logits() {
         let logits = [3.0f32, -2.0, 0.0, 3.5, 1.0];
         let (mut probs, mut ids, mut w) = ([0f32; 5], [0u32; 3], [0f32; 3]);
-        route(Gating::SoftmaxSelected, false, &logits, &mut probs, &mut ids, &mut w);
+        route(
+            Gating::SoftmaxSelected,
+            false,
+            &logits,
+            &mut probs,
+            &mut ids,
+            &mut w,
+        );
         assert_eq!(ids, [3, 0, 4]);
         let z: f64 = [3.5f64, 3.0, 1.0].iter().map(|l| l.exp()).sum();
         for (w, l) in w.iter().zip([3.5f64, 3.0, 1.0]) {
@@ -115,7 +129,14 @@ mod tests {
     fn ties_and_nan_choose_deterministically() {
         let logits = [1.0f32, f32::NAN, 1.0, 1.0];
         let (mut probs, mut ids, mut w) = ([0f32; 4], [0u32; 3], [0f32; 3]);
-        route(Gating::SoftmaxSelected, false, &logits, &mut probs, &mut ids, &mut w);
+        route(
+            Gating::SoftmaxSelected,
+            false,
+            &logits,
+            &mut probs,
+            &mut ids,
+            &mut w,
+        );
         assert_eq!(ids, [0, 2, 3]);
         assert!(w.iter().all(|w| (w - 1.0 / 3.0).abs() < 1e-6));
     }
