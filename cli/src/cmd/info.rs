@@ -62,6 +62,18 @@ pub fn run(a: &InfoArgs) -> Result<(), String> {
                     c.sliding_window, n_swa, c.n_layer, c.rope_base_swa
                 );
             }
+            if let Some(m) = &c.moe {
+                let used = m.n_used.iter().copied().max().unwrap_or(0);
+                let _ = writeln!(
+                    o,
+                    "experts:       {} per layer, {} used per token ({:?} router{}{})",
+                    m.n_expert,
+                    used,
+                    m.gating,
+                    if m.norm_weights { ", renormalised" } else { "" },
+                    if m.shared_expert { ", shared expert" } else { "" }
+                );
+            }
             let _ = writeln!(o, "rms_eps:       {:e}", c.rms_eps);
             let _ = writeln!(o, "activation:    {:?}", c.activation);
         }
