@@ -267,6 +267,7 @@ fn write(s: &Shape, path: &str) -> std::io::Result<()> {
         .map(|(_, dims, ty)| ty.bytes_for(dims.iter().product()).unwrap_or(0))
         .sum();
     let mut written = 0u64;
+    let mut shown = u64::MAX;
     let mut buf = Vec::new();
     for ((name, dims, ty), off) in list.iter().zip(offsets) {
         out.seek(SeekFrom::Start(off))?;

@@ -71,7 +71,11 @@ pub fn run(a: &InfoArgs) -> Result<(), String> {
                     used,
                     m.gating,
                     if m.norm_weights { ", renormalised" } else { "" },
-                    if m.shared_expert { ", shared expert" } else { "" }
+                    if m.shared_expert {
+                        ", shared expert"
+                    } else {
+                        ""
+                    }
                 );
             }
             let _ = writeln!(o, "rms_eps:       {:e}", c.rms_eps);

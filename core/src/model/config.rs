@@ -176,6 +176,12 @@ impl Config {
         }
     }
 
+    /// Rows of feed-forward hidden activations a pass of `n` tokens needs: `n`, or for a
+    /// mixture at least one per expert a token uses (a decode step runs them together).
+    pub fn ffn_rows(&self, n: usize) -> usize {
+        n.max(self.moe.as_ref().map_or(0, |m| m.max_used()))
+    }
+
     /// Number of parameters stored per KV-cache position in one layer (K and V).
     pub fn kv_row(&self) -> (usize, usize) {
         (

@@ -138,12 +138,11 @@ impl Scratch {
             + f(cap * k_row)
             + f(cap * v_row)
             + f(cap * c.n_head * c.head_dim_v)
-            + 2 * f(cap * c.n_ff);
+            + 2 * f(c.ffn_rows(cap) * c.n_ff);
         let (row_bytes, blocks) = act_sizes(w);
-        let batch = if cap > 1 {
-            BatchAct::bytes_for(row_bytes, blocks, cap)
-        } else {
-            0
+        let batch = match batch_rows(c, cap) {
+            0 => 0,
+            rows => BatchAct::bytes_for(row_bytes, blocks, rows),
         };
         let rope = rope_tables(w) * 2 * cap * (c.n_rot / 2) * size_of::<f32>();
         let logits = logit_rows(cap) * c.n_vocab * size_of::<f32>();
@@ -171,8 +170,9 @@ impl Scratch {
         self.pass = 0;
         let (row_bytes, blocks) = act_sizes(w);
         self.act1.reserve(row_bytes, blocks);
-        if cap > 1 {
-            self.act.reserve(row_bytes, blocks, cap);
+        match batch_rows(c, cap) {
+            0 => {}
+            rows => self.act.reserve(row_bytes, blocks, rows),
         }
         self.ensure_attn_scratch(c.attn_shape(), workers.max(1));
         let half = c.n_rot / 2;
@@ -245,8 +245,8 @@ impl Scratch {
             self.k = f(n * k_row);
             self.v = f(n * v_row);
             self.attn = f(n * c.n_head * c.head_dim_v);
-            self.hb = f(n * c.n_ff);
-            self.hb2 = f(n * c.n_ff);
+            self.hb = f(c.ffn_rows(n) * c.n_ff);
+            self.hb2 = f(c.ffn_rows(n) * c.n_ff);
             self.len = n;
         }
     }
@@ -342,6 +342,13 @@ fn rope_tables(w: &Weights<'_>) -> usize {
         }
     }
     seen.len()
+}
+
+/// Rows of quantized activations a batch holds: a pass's tokens when it has several, and
+/// for a mixture each expert's hidden row of a decode step.
+fn batch_rows(c: &Config, cap: usize) -> usize {
+    let tokens = if cap > 1 { cap } else { 0 };
+    tokens.max(c.moe.as_ref().map_or(0, |m| m.max_used()))
 }
 
 /// Logits rows a pass of up to `cap` tokens computes at once.

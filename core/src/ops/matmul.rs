@@ -447,29 +447,67 @@ pub fn matvec_many<const N: usize>(
         return Ok(());
     }
     let xq = act.quantize(k, act_type, x)?;
-    let mut plans: [Option<Plan<'_, '_>>; N] = [const { None }; N];
-    for (i, (w, out)) in ws.iter().zip(outs.iter()).enumerate() {
-        plans[i] = Some(Plan::new(k, w, xq, out.len())?);
+    let jobs = ws.map(|w| (w, xq));
+    matvec_all(k, par, &jobs, outs)
+}
+
+/// The most products [`matvec_all`] runs in one dispatch.
+pub const MAX_JOBS: usize = 128;
+
+/// Independent matrix × vector products in one parallel dispatch: `outs[i] = W_i · x_i` for
+/// jobs `(W_i, x_i)`, each `x_i` already quantized to its matrix's `act_type()` (the
+/// experts of a mixture: every chosen expert's gate and up over one token, then their
+/// downs over their own inputs). Each output is what [`matvec`] gives it.
+pub fn matvec_all<'o>(
+    k: &Kernels,
+    par: &dyn Parallel,
+    jobs: &[(&QMatrix<'_>, QAct<'_>)],
+    outs: impl IntoIterator<Item = &'o mut [f32]>,
+) -> Result<()> {
+    if jobs.len() > MAX_JOBS {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "{} products in one dispatch (at most {MAX_JOBS})",
+            jobs.len()
+        )));
     }
-    let plans = plans.map(|p| p.expect("every plan was built above"));
+    let mut plans: [Option<Plan<'_, '_>>; MAX_JOBS] = [const { None }; MAX_JOBS];
+    let mut dsts: [Option<DisjointSlice<'_, f32>>; MAX_JOBS] = [const { None }; MAX_JOBS];
+    let mut n_out = 0;
+    for (i, out) in outs.into_iter().enumerate().take(jobs.len()) {
+        let (w, xq) = jobs[i];
+        plans[i] = Some(Plan::new(k, w, xq, out.len())?);
+        dsts[i] = Some(DisjointSlice::new(out));
+        n_out += 1;
+    }
+    if n_out != jobs.len() {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "{} products with {n_out} outputs",
+            jobs.len()
+        )));
+    }
+    let (plans, dsts) = (&plans[..n_out], &dsts[..n_out]);
     let threads = par.threads();
-    let chunks = plans.each_ref().map(|p| p.chunk(threads));
-    // work item `c` belongs to the matrix whose range of item numbers holds it
-    let mut first_item = [0usize; N];
+    let mut chunks = [0usize; MAX_JOBS];
+    // work item `c` belongs to the product whose range of item numbers holds it
+    let mut first_item = [0usize; MAX_JOBS];
     let mut total = 0;
     for (i, p) in plans.iter().enumerate() {
+        let p = p.as_ref().expect("every plan was built above");
+        chunks[i] = p.chunk(threads);
         first_item[i] = total;
         total += p.units().div_ceil(chunks[i]);
     }
-    let dsts = outs.map(DisjointSlice::new);
+    let first_item = &first_item[..n_out];
     par.for_each(total, &|c| {
         let i = first_item.iter().rposition(|&f| f <= c).unwrap_or(0);
-        let p = &plans[i];
+        let (Some(p), Some(dst)) = (&plans[i], &dsts[i]) else {
+            return;
+        };
         let start = (c - first_item[i]) * chunks[i];
         let end = (start + chunks[i]).min(p.units());
-        // SAFETY: items of one matrix cover disjoint unit ranges of its own output.
-        let o = unsafe { dsts[i].piece(start * p.unit, (end - start) * p.unit) };
-        p.run(xq, start, end, o);
+        // SAFETY: items of one product cover disjoint unit ranges of its own output.
+        let o = unsafe { dst.piece(start * p.unit, (end - start) * p.unit) };
+        p.run(jobs[i].1, start, end, o);
     });
     Ok(())
 }
@@ -579,7 +617,7 @@ impl BatchAct {
     }
 
     /// Token `t`'s row.
-    fn row(&self, t: usize) -> QAct<'_> {
+    pub fn row(&self, t: usize) -> QAct<'_> {
         QAct {
             bytes: &self.bytes[t * self.row_bytes..(t + 1) * self.row_bytes],
             sums: &self.sums[t * self.blocks..(t + 1) * self.blocks],

@@ -15,10 +15,10 @@ use super::super::ffn::{dense, glu_rows, Glu, Hidden};
 use super::super::forward::project;
 use super::super::scratch::Scratch;
 use super::experts::{Expert, Experts};
-use super::route::route;
+use super::route::{route, MAX_USED};
 use crate::error::Result;
 use crate::kernels::Kernels;
-use crate::ops::matmul::{glu_fusable, matmul, matmul_glu, matvec_f32, matvec_many};
+use crate::ops::matmul::{glu_fusable, matmul, matmul_glu, matvec_all, matvec_f32, matvec_many};
 use crate::parallel::Parallel;
 
 /// The block's working memory, grown to the largest pass and reused.
@@ -44,27 +44,29 @@ impl MoeScratch {
     pub fn bytes_for(c: &Config, cap: usize) -> usize {
         let Some(moe) = &c.moe else { return 0 };
         let (e, k) = (moe.n_expert, moe.max_used());
+        let rows = c.ffn_rows(cap);
         let f = size_of::<f32>();
         cap * e * f
             + e * f
             + cap * k * (size_of::<u32>() + f)
             + (e + 1) * size_of::<usize>()
             + cap * k * size_of::<(u32, f32)>()
-            + 2 * cap * c.n_embd * f
+            + 2 * rows * c.n_embd * f
     }
 
     /// Grows the buffers to what passes of `cap` tokens need.
     pub fn reserve(&mut self, c: &Config, cap: usize) {
         let Some(moe) = &c.moe else { return };
         let (e, k) = (moe.n_expert, moe.max_used());
+        let rows = c.ffn_rows(cap);
         grow(&mut self.logits, cap * e, 0.0);
         grow(&mut self.probs, e, 0.0);
         grow(&mut self.ids, cap * k, 0);
         grow(&mut self.weights, cap * k, 0.0);
         grow(&mut self.first, e + 1, 0);
         grow(&mut self.members, cap * k, (0, 0.0));
-        grow(&mut self.input, cap * c.n_embd, 0.0);
-        grow(&mut self.output, cap * c.n_embd, 0.0);
+        grow(&mut self.input, rows * c.n_embd, 0.0);
+        grow(&mut self.output, rows * c.n_embd, 0.0);
     }
 
     /// Bytes held now.
@@ -137,6 +139,48 @@ pub(in crate::model) fn block(
         );
     }
 
+    if n == 1 {
+        let ids = &mut ms.ids[..used];
+        let weights = &mut ms.weights[..used];
+        let h = Hidden {
+            act: &mut s.act,
+            act1: &mut s.act1,
+            hb: &mut s.hb,
+            hb2: &mut s.hb2,
+        };
+        let x = &s.xb[..d];
+        decode(
+            k,
+            par,
+            h,
+            m,
+            glu,
+            x,
+            ids,
+            weights,
+            &mut ms.output,
+            &mut s.xb2[..d],
+        )?;
+    } else {
+        grouped(k, par, s, m, glu, n, used, n_expert)?;
+    }
+    shared(k, par, s, m, glu, n)
+}
+
+/// The step's tokens grouped by expert: each chosen expert runs once over all its tokens.
+#[allow(clippy::too_many_arguments)]
+fn grouped(
+    k: &Kernels,
+    par: &dyn Parallel,
+    s: &mut Scratch,
+    m: &Experts<'_>,
+    glu: Glu,
+    n: usize,
+    used: usize,
+    n_expert: usize,
+) -> Result<()> {
+    let d = m.gate.cols;
+    let ms = &mut s.moe;
     // the tokens of each expert, in token order
     ms.first[..=n_expert].fill(0);
     for &e in &ms.ids[..n * used] {
@@ -196,8 +240,124 @@ pub(in crate::model) fn block(
         }
     }
 
+    Ok(())
+}
+
+/// One token: the chosen experts' gate and up products in one dispatch, then their downs in
+/// another; the outputs summed into `out` in ascending order of expert, as [`grouped`]
+/// sums them.
+#[allow(clippy::too_many_arguments)]
+fn decode(
+    k: &Kernels,
+    par: &dyn Parallel,
+    h: Hidden<'_>,
+    m: &Experts<'_>,
+    glu: Glu,
+    x: &[f32],
+    ids: &mut [u32],
+    weights: &mut [f32],
+    outputs: &mut [f32],
+    out: &mut [f32],
+) -> Result<()> {
+    let (d, n_ff, used) = (m.gate.cols, m.n_ff, ids.len());
+    // ascending expert order (the weights follow their experts)
+    for i in 1..used {
+        let mut j = i;
+        while j > 0 && ids[j - 1] > ids[j] {
+            ids.swap(j - 1, j);
+            weights.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let mut experts: [Option<Expert<'_>>; MAX_USED] = [const { None }; MAX_USED];
+    for (slot, &e) in experts.iter_mut().zip(ids.iter()) {
+        *slot = Some(m.expert(e as usize)?);
+    }
+    let experts = &experts[..used];
+    let expert = |j: usize| experts[j].as_ref().expect("bound above");
+    let same_act = (0..used).all(|j| {
+        let f = expert(j);
+        f.gate.act_type() == f.up.act_type() && f.gate.act_type() == expert(0).gate.act_type()
+    });
+    let (hb, hb2) = (&mut h.hb[..used * n_ff], &mut h.hb2[..used * n_ff]);
+    if same_act {
+        let xq = h.act1.quantize(k, expert(0).gate.act_type(), x)?;
+        let mut jobs = [(&expert(0).gate, xq); 2 * MAX_USED];
+        for j in 0..used {
+            jobs[2 * j] = (&expert(j).gate, xq);
+            jobs[2 * j + 1] = (&expert(j).up, xq);
+        }
+        let jobs = &jobs[..2 * used];
+        let outs = hb
+            .chunks_exact_mut(n_ff)
+            .zip(hb2.chunks_exact_mut(n_ff))
+            .flat_map(|(g, u)| [g, u]);
+        matvec_all(k, par, jobs, outs)?;
+    } else {
+        for j in 0..used {
+            let f = expert(j);
+            let (g, u) = (
+                &mut hb[j * n_ff..(j + 1) * n_ff],
+                &mut hb2[j * n_ff..(j + 1) * n_ff],
+            );
+            matvec_many(k, par, [&f.gate, &f.up], x, h.act1, [g, u])?;
+        }
+    }
+    for (j, &e) in ids.iter().enumerate() {
+        let e = e as usize;
+        let (g, u) = (
+            &mut hb[j * n_ff..(j + 1) * n_ff],
+            &mut hb2[j * n_ff..(j + 1) * n_ff],
+        );
+        add_rows(g, expert_row(&m.gate_bias, e, n_ff), n_ff);
+        add_rows(u, expert_row(&m.up_bias, e, n_ff), n_ff);
+        glu(g, u);
+    }
+    let down_act = expert(0).down.act_type();
+    let outputs = &mut outputs[..used * d];
+    if (0..used).all(|j| expert(j).down.act_type() == down_act) {
+        h.act.quantize(k, par, down_act, hb, used)?;
+        let mut jobs = [(&expert(0).down, h.act.row(0)); MAX_USED];
+        for (j, job) in jobs.iter_mut().enumerate().take(used) {
+            *job = (&expert(j).down, h.act.row(j));
+        }
+        matvec_all(k, par, &jobs[..used], outputs.chunks_exact_mut(d))?;
+    } else {
+        for j in 0..used {
+            let f = expert(j);
+            matvec_f32(
+                k,
+                par,
+                &f.down,
+                &hb[j * n_ff..(j + 1) * n_ff],
+                h.act1,
+                &mut outputs[j * d..(j + 1) * d],
+            )?;
+        }
+    }
+    out.fill(0.0);
+    for (j, (&e, &weight)) in ids.iter().zip(weights.iter()).enumerate() {
+        let y = &mut outputs[j * d..(j + 1) * d];
+        add_rows(y, expert_row(&m.down_bias, e as usize, d), d);
+        out.iter_mut()
+            .zip(y.iter())
+            .for_each(|(o, y)| *o += y * weight);
+    }
+    Ok(())
+}
+
+/// Every token also runs the shared expert, scaled by `sigmoid(gate_inp · x)`.
+fn shared(
+    k: &Kernels,
+    par: &dyn Parallel,
+    s: &mut Scratch,
+    m: &Experts<'_>,
+    glu: Glu,
+    n: usize,
+) -> Result<()> {
+    let d = m.gate.cols;
+    let ms = &mut s.moe;
     if let Some(sh) = &m.shared {
-        // every token also runs the shared expert, scaled by sigmoid(gate_inp · x)
         let out = &mut ms.output[..n * d];
         let bufs = Hidden {
             act: &mut s.act,
