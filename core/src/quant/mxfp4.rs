@@ -128,18 +128,22 @@ pub fn scale(x: &BlockMxfp4, y: &BlockQ8_0) -> f32 {
     h(y.d) * e8m0_half(x.e)
 }
 
+/// A block's exact integer dot product `Σ KVALUES[code] · q8` (`sumi1 + sumi2` in ggml).
+#[inline]
+pub fn isum(x: &BlockMxfp4, y: &BlockQ8_0) -> i32 {
+    unpack(x)
+        .iter()
+        .zip(&y.qs)
+        .map(|(&q, &a)| q as i32 * a as i32)
+        .sum()
+}
+
 /// MXFP4 · Q8_0, ggml's `ggml_vec_dot_mxfp4_q8_0_generic` bit for bit: per block the exact
-/// integer sums of the two halves, then `sum += d · (sumi1 + sumi2)` block after block.
+/// integer sum, then `sum += d · isum` block after block.
 pub fn vec_dot_mxfp4_q8_0(_n: usize, w: &[u8], a: &[u8]) -> f32 {
     let mut sum = 0.0f32;
     for (x, y) in blocks::<BlockMxfp4>(w).iter().zip(blocks::<BlockQ8_0>(a)) {
-        let q = unpack(x);
-        let s: i32 = q
-            .iter()
-            .zip(&y.qs)
-            .map(|(&q, &a)| q as i32 * a as i32)
-            .sum();
-        sum += scale(x, y) * s as f32;
+        sum += scale(x, y) * isum(x, y) as f32;
     }
     sum
 }
