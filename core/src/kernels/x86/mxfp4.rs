@@ -102,3 +102,78 @@ pub(super) fn dot_mxfp4_avx512(_n: usize, w: &[u8], a: &[u8]) -> f32 {
         sum
     }
 }
+
+/// One row against `T` tokens, each value [`dot_mxfp4_avx2`]'s bit for bit (the same
+/// products, scales, accumulators and order): a weight block is taken apart once (nibbles,
+/// table, |w|) for all `T` tokens.
+///
+/// Every `ys[t]` must hold at least `xs.len()` blocks.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn row_tokens<const T: usize>(xs: &[BlockMxfp4], ys: [&[BlockQ8_0]; T], out: &mut [f32]) {
+    let nb = xs.len();
+    let table = table_256();
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); T]; 2];
+    let mut i = 0;
+    while i + 1 < nb {
+        for (j, acc) in acc.iter_mut().enumerate() {
+            let x = &xs[i + j];
+            let q = codes_256(x, table);
+            let aq = _mm256_sign_epi8(q, q);
+            let e = mxfp4::e8m0_half(x.e);
+            for (acc, token) in acc.iter_mut().zip(&ys) {
+                let y = &token[i + j];
+                // SAFETY: qs is 32 bytes.
+                let qy = unsafe { ld256(y.qs.as_ptr()) };
+                // `mul_sum_i8(q, qy)` with |q| made once per block
+                let dot = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(qy, q));
+                let p = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, ones));
+                *acc = _mm256_fmadd_ps(_mm256_set1_ps(super::avx2::f16(y.d) * e), p, *acc);
+            }
+        }
+        i += 2;
+    }
+    for (t, (o, token)) in out.iter_mut().zip(&ys).enumerate() {
+        let sum = hsum_ps(_mm256_add_ps(acc[0][t], acc[1][t]));
+        *o = if i < nb {
+            tail(sum, &xs[i], &token[i])
+        } else {
+            sum
+        };
+    }
+}
+
+/// Several rows against several tokens (`crate::quant::VecDotRowsFn`): `out[r · n + t]` is
+/// [`dot_mxfp4_avx2`] of row `r` and token `t`, bit for bit, with each weight block taken apart
+/// once for four tokens (the row layout's prompt processing: MoE experts stay in it).
+///
+/// `a` must hold `n` activation rows of `cols` values and `w` the `out.len() / n` weight rows.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn rows_mxfp4_avx2(cols: usize, w: &[u8], a: &[u8], n: usize, out: &mut [f32]) {
+    let nb = cols / 32;
+    let (rb, ab) = (nb * 17, nb * 34);
+    if n == 0 || nb == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let act = |t: usize| blocks::<BlockQ8_0>(&a[t * ab..(t + 1) * ab]);
+    for (x, o) in w.chunks_exact(rb).zip(out.chunks_exact_mut(n)) {
+        let xs = blocks::<BlockMxfp4>(x);
+        let mut t = 0;
+        while t + 4 <= n {
+            row_tokens::<4>(
+                xs,
+                [act(t), act(t + 1), act(t + 2), act(t + 3)],
+                &mut o[t..],
+            );
+            t += 4;
+        }
+        match n - t {
+            3 => row_tokens::<3>(xs, [act(t), act(t + 1), act(t + 2)], &mut o[t..]),
+            2 => row_tokens::<2>(xs, [act(t), act(t + 1)], &mut o[t..]),
+            1 => row_tokens::<1>(xs, [act(t)], &mut o[t..]),
+            _ => {}
+        }
+    }
+}
