@@ -5,6 +5,8 @@ by the `gguf` Python package's reference numpy code, independent of our Rust cod
 
     pip install gguf==0.19.0 numpy && python3 scripts/gen-quant-vectors.py
 
+(MXFP4 comes last, so adding it left every earlier record's bytes as they were.)
+
 Record layout (little-endian): b"QV", kind u8 (0 = dequant, 1 = quant), type id u32,
 n_elements u32, n_bytes u32, then for kind 0: bytes, f32 values; for kind 1: f32 input, bytes.
 """
@@ -37,6 +39,17 @@ def blocks_for(t, n_blocks, mode):
     raw = rng.integers(0, 256, size=(n_blocks, ts), dtype=np.uint8)
     if mode == "zero":
         raw[:] = 0
+    if t == T.MXFP4:
+        # the E8M0 exponent byte: 2^(e-128) times the doubled E2M1 values (up to 12); 0 and 1
+        # are the subnormal scales, 252 the largest whose values stay finite (255 is NaN)
+        if mode == "extreme":
+            e = rng.choice([0, 1, 2, 127, 252], size=n_blocks)
+        elif mode == "random":
+            e = rng.integers(100, 140, size=n_blocks)
+        else:
+            e = np.zeros(n_blocks)
+        raw[:, 0] = e.astype(np.uint8)
+        return raw.tobytes()
     for off in F16_FIELDS[t]:
         if mode == "extreme":
             scale = rng.choice([65504.0, -65504.0, 6.1e-5, 1e-7, 0.0], size=n_blocks)
@@ -54,7 +67,7 @@ def record(kind, t, n, payload_a, payload_b, n_bytes):
 
 
 for t in [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0,
-          T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K]:
+          T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.MXFP4]:
     bs, ts = gguf.GGML_QUANT_SIZES[t]
     n_blocks = max(1, 2048 // bs) if bs > 1 else 64
     for mode in ["random", "zero", "extreme"]:
@@ -63,7 +76,7 @@ for t in [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0,
         vals = q.dequantize(np.frombuffer(data, dtype=np.uint8), t).astype(np.float32).reshape(-1)
         assert vals.size == nb * bs
         record(0, t, vals.size, data, vals.tobytes(), len(data))
-    if t in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.F16, T.BF16):
+    if t in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.F16, T.BF16, T.MXFP4):
         x = (rng.standard_normal(bs * 64) * rng.choice([0.01, 1.0, 30.0])).astype(np.float32)
         qb = q.quantize(x.reshape(1, -1), t).view(np.uint8).tobytes()
         record(1, t, x.size, x.tobytes(), qb, len(qb))

@@ -13,7 +13,7 @@ use superinfer_runtime::core::parallel::Sequential;
 use superinfer_runtime::core::quant::GgmlType;
 use superinfer_runtime::pool::ThreadPool;
 
-const FORMATS: [GgmlType; 13] = [
+const FORMATS: [GgmlType; 14] = [
     GgmlType::Q4_0,
     GgmlType::Q4_1,
     GgmlType::Q5_0,
@@ -24,6 +24,7 @@ const FORMATS: [GgmlType; 13] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::MXFP4,
     GgmlType::F16,
     GgmlType::BF16,
     GgmlType::F32,

@@ -8,7 +8,10 @@
 //! picks kernel tables (default: the best one). `SUPERINFER_BENCH_TOKENS=8` sets the tokens
 //! per batch (the decode step of 8 sequences; default 512); `SUPERINFER_BENCH_SHAPES=head`
 //! adds Gemma-3-270M's output matrix (262,144 × 640) and Qwen2.5-1.5B's (151,936 × 1536) to
-//! the FFN shapes.
+//! the FFN shapes, `SUPERINFER_BENCH_SHAPES=moe` gpt-oss-20b's expert matrices (2880 × 2880).
+//! Where the table has a kernel of several rows and tokens for a format that keeps the row
+//! layout (MXFP4), the same matrix also runs without it (`rows-per-token`: the one-row kernel
+//! per token), the baseline it must beat.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
@@ -18,12 +21,13 @@ use superinfer_runtime::core::ops::matmul::{matmul, BatchAct, QMatrix};
 use superinfer_runtime::core::parallel::Sequential;
 use superinfer_runtime::core::quant::GgmlType;
 
-const FORMATS: [GgmlType; 5] = [
+const FORMATS: [GgmlType; 6] = [
     GgmlType::Q4_0,
     GgmlType::Q5_0,
     GgmlType::Q8_0,
     GgmlType::Q4_K,
     GgmlType::Q6_K,
+    GgmlType::MXFP4,
 ];
 
 /// Tokens per batch by default (llama-bench's pp512).
@@ -38,6 +42,9 @@ const HEAD: (&str, usize, usize) = ("head", 262_144, 640);
 /// Qwen2.5-1.5B's (Q6_K in its Q4_K_M file; Gemma's width is no whole k-quant super-block),
 /// with `SHAPES=head`.
 const HEAD_1_5B: (&str, usize, usize) = ("head-1.5b", 151_936, 1536);
+
+/// One expert's gate (or up, or down) matrix of gpt-oss-20b, with `SHAPES=moe`.
+const EXPERT: (&str, usize, usize) = ("expert", 2880, 2880);
 
 fn matmul_bench(c: &mut Criterion) {
     let formats: Vec<GgmlType> = match std::env::var("SUPERINFER_BENCH_FORMATS") {
@@ -56,6 +63,9 @@ fn matmul_bench(c: &mut Criterion) {
     if std::env::var("SUPERINFER_BENCH_SHAPES").is_ok_and(|s| s.split(',').any(|n| n == "head")) {
         shapes.push(HEAD);
         shapes.push(HEAD_1_5B);
+    }
+    if std::env::var("SUPERINFER_BENCH_SHAPES").is_ok_and(|s| s.split(',').any(|n| n == "moe")) {
+        shapes.push(EXPERT);
     }
     for ty in formats {
         let mut group = c.benchmark_group(format!("matmul/{ty}"));
@@ -88,6 +98,14 @@ fn matmul_bench(c: &mut Criterion) {
             group.bench_function(id, |b| {
                 b.iter(|| matmul(k, &Sequential, &w, &act, tokens, &mut out).unwrap())
             });
+            if layout == "rows" && k.vec_dot_rows(ty).is_some() {
+                let mut one = k.clone();
+                one.clear_vec_dot_rows(ty);
+                let id = BenchmarkId::new(label, format!("{}-rows-per-token", isa.name()));
+                group.bench_function(id, |b| {
+                    b.iter(|| matmul(&one, &Sequential, &w, &act, tokens, &mut out).unwrap())
+                });
+            }
         }
         group.finish();
     }

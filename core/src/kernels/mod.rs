@@ -134,6 +134,12 @@ impl Kernels {
         self.vec_dot_rows[ty.id() as usize] = Some(f);
     }
 
+    /// Takes a kernel of several rows back out (a wider ISA's table built on a narrower one's,
+    /// where its own one-row kernel is the better choice).
+    pub fn clear_vec_dot_rows(&mut self, ty: GgmlType) {
+        self.vec_dot_rows[ty.id() as usize] = None;
+    }
+
     /// Quantizer for an activation format (Q8_0, Q8_1, Q8_K, F16, BF16, F32).
     pub fn quantize_row(&self, ty: GgmlType) -> Option<QuantizeRowFn> {
         self.quantize.get(ty.id() as usize).copied().flatten()

@@ -79,6 +79,7 @@ fn dequantize_matches_gguf_py() {
         GgmlType::Q4_K,
         GgmlType::Q5_K,
         GgmlType::Q6_K,
+        GgmlType::MXFP4,
     ] {
         assert!(seen.contains(&ty), "no vectors for {ty}");
     }
@@ -102,6 +103,12 @@ fn quantize_matches_gguf_py() {
         n += 1;
     }
     assert!(n >= 5);
+    assert!(
+        records()
+            .iter()
+            .any(|r| r.kind == 1 && r.ty == GgmlType::MXFP4),
+        "no MXFP4 quantization vectors"
+    );
 }
 
 fn gaussian(n: usize, seed: u64) -> Vec<f32> {
@@ -152,6 +159,7 @@ fn round_trip_error_bounds() {
         (Q4_0, 0.12),
         (Q4_1, 0.12),
         (Q4_K, 0.12),
+        (MXFP4, 0.14),
         (Q3_K, 0.25),
         (Q2_K, 0.45),
     ];
@@ -260,4 +268,77 @@ fn q8_k_matches_ggml_rounding() {
         b.qs[..16].iter().map(|&v| v as i16).sum::<i16>()
     );
     assert!((b.d() - (2.0 / 127.0)).abs() < 1e-7);
+}
+
+#[test]
+fn mxfp4_scales_and_edge_blocks_match_ggml() {
+    use mxfp4::{e8m0_half, exponent, BlockMxfp4};
+    // 2^(e - 128) for every e, the two smallest subnormal
+    for e in 0..=255u8 {
+        assert_eq!(e8m0_half(e), libm::ldexpf(1.0, e as i32 - 128), "e = {e}");
+    }
+    assert_eq!(exponent(0.0), 0);
+    // amax in [2^k, 2^(k+1)) gives e = k + 125: the largest doubled value, 12 · 2^(e - 128),
+    // is 1.5 · 2^k
+    assert_eq!(exponent(1.0), 125);
+    assert_eq!(exponent(1.99), 125);
+    assert_eq!(exponent(6.0), 127);
+    // log2f rounds up to k just below 2^k for k >= 4 (f32 has no float between k and its
+    // correctly rounded log2 there), so the exponent is not the float's own
+    assert_eq!(exponent(f32::from_bits(16.0f32.to_bits() - 1)), 129);
+    assert_eq!(exponent(f32::from_bits(2.0f32.to_bits() - 1)), 125);
+    // out of uint8_t's range: what ggml built for x86-64 stores (checked against its C)
+    assert_eq!(exponent(f32::from_bits(1)), 232);
+    assert_eq!(exponent(f32::INFINITY), 0);
+    // log2f(f32::MAX) rounds to 128
+    assert_eq!(exponent(f32::MAX), 253);
+
+    let mut x = [0.5f32; 32];
+    x[0] = f32::NAN;
+    x[1] = 2.0;
+    x[16] = -0.375; // halfway between -0.25 (code 9) and -0.5 (code 10): the first wins
+    x[17] = 0.0;
+    let mut q = [0u8; 17];
+    quantize_row(GgmlType::MXFP4, &x, &mut q).unwrap();
+    let b: &BlockMxfp4 = bytemuck::from_bytes(&q);
+    // amax 2 (the NaN does not count): e = 126, d = 0.25, so 0.5 is code 2 and 2 is code 6
+    assert_eq!(b.e, 126);
+    assert_eq!(b.qs[0], 9 << 4); // NaN -> code 0, -0.375 -> code 9
+    assert_eq!(b.qs[1], 6); // 2.0 = 8 · 0.25 -> code 6, 0 -> code 0
+    assert!(b.qs[2..].iter().all(|&c| c == 0x22));
+    let mut y = [0.0f32; 32];
+    dequantize_row(GgmlType::MXFP4, &q, &mut y).unwrap();
+    assert_eq!(
+        (y[0], y[1], y[2], y[16], y[17]),
+        (0.0, 2.0, 0.5, -0.25, 0.0)
+    );
+}
+
+/// `mxfp4::exponent` takes `floorf(log2f(x))` from libm's `log2f`; ggml takes it from the C
+/// library's. Near every power of two (where the floor changes) they must agree.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn mxfp4_exponent_matches_the_c_library() {
+    extern "C" {
+        fn log2f(x: f32) -> f32;
+    }
+    let mut checked = 0;
+    for k in -149i32..128 {
+        let p = libm::ldexpf(1.0, k).to_bits();
+        for bits in p.saturating_sub(300)..=p.saturating_add(300).min(0x7f7f_ffff) {
+            let x = f32::from_bits(bits);
+            if x <= 0.0 {
+                continue;
+            }
+            // SAFETY: log2f is a pure C function of one float.
+            let c = libm::floorf(unsafe { log2f(x) }) - 2.0 + 127.0;
+            assert_eq!(
+                mxfp4::exponent(x),
+                c as i32 as u8,
+                "amax {x:e} (bits {bits:#x})"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100_000);
 }

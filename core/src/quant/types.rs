@@ -177,6 +177,7 @@ impl GgmlType {
                 | Q5_K
                 | Q6_K
                 | Q8_K
+                | MXFP4
         )
     }
 }

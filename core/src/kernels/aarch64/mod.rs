@@ -54,6 +54,8 @@ safe_dots!(
     dot_q4_k_sdot,
     dot_q5_k_sdot,
     dot_q6_k_sdot,
+    dot_mxfp4,
+    dot_mxfp4_sdot,
 );
 
 /// Wraps the `neon,dotprod` interleaved kernels of `$module` (matrix × vector and batch) in
@@ -108,6 +110,7 @@ pub(super) unsafe fn fill_neon(k: &mut Kernels, f: &CpuFeatures) {
         k.set_vec_dot(Q4_K, dot_q4_k_sdot);
         k.set_vec_dot(Q5_K, dot_q5_k_sdot);
         k.set_vec_dot(Q6_K, dot_q6_k_sdot);
+        k.set_vec_dot(MXFP4, dot_mxfp4_sdot);
         // the interleaved kernels are SDOT only: without dotprod, `QMatrix::can_interleave`
         // sees no `gemv_x8` and the weights keep the row layout
         k.set_gemv_x8(Q4_0, gemv_q4_0);
@@ -131,5 +134,6 @@ pub(super) unsafe fn fill_neon(k: &mut Kernels, f: &CpuFeatures) {
         k.set_vec_dot(Q4_K, dot_q4_k);
         k.set_vec_dot(Q5_K, dot_q5_k);
         k.set_vec_dot(Q6_K, dot_q6_k);
+        k.set_vec_dot(MXFP4, dot_mxfp4);
     }
 }

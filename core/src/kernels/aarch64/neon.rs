@@ -23,6 +23,7 @@ use crate::quant::kquants::q6_k::BlockQ6K;
 use crate::quant::kquants::q8_k::BlockQ8K;
 use crate::quant::kquants::{scale_min_k4, GROUPS};
 use crate::quant::legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+use crate::quant::mxfp4::{self, BlockMxfp4};
 
 // ---- shared helpers ----
 
@@ -260,6 +261,33 @@ unsafe fn q4_0<D: I8Dot>(w: &[u8], a: &[u8]) -> f32 {
         acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16(x.d) * fp16(y.d));
     }
     vaddvq_f32(acc)
+}
+
+/// MXFP4 · Q8_0: the codes through the table of doubled E2M1 values (`TBL`) into int8, then
+/// each block's exact sum scaled and added as the scalar oracle does (`sum += d · isum`,
+/// block after block): the oracle's bits.
+///
+/// # Safety
+/// As [`q8_0`].
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn mxfp4<D: I8Dot>(w: &[u8], a: &[u8]) -> f32 {
+    // SAFETY: KVALUES is 16 bytes.
+    let table = unsafe { ld_i8(&mxfp4::KVALUES[..]) };
+    let mut sum = 0.0f32;
+    for (x, y) in blocks::<BlockMxfp4>(w).iter().zip(blocks::<BlockQ8_0>(a)) {
+        // SAFETY: as in `q4_0`.
+        let p = unsafe {
+            let v = ld_u8(&x.qs[..]);
+            let (lo, hi) = (vreinterpretq_u8_s8(lo4(v)), vreinterpretq_u8_s8(hi4(v)));
+            dot32::<D>(
+                [vqtbl1q_s8(table, lo), vqtbl1q_s8(table, hi)],
+                [ld_i8(&y.qs[..]), ld_i8(&y.qs[16..])],
+            )
+        };
+        sum += fp16(y.d) * mxfp4::e8m0_half(x.e) * vaddvq_s32(p) as f32;
+    }
+    sum
 }
 
 /// Q4_1 · Q8_1: unsigned nibbles, plus the min times the activation block's scaled sum.
@@ -754,4 +782,5 @@ int_kernels! {
     q4_k => dot_q4_k, dot_q4_k_sdot;
     q5_k => dot_q5_k, dot_q5_k_sdot;
     q6_k => dot_q6_k, dot_q6_k_sdot;
+    mxfp4 => dot_mxfp4, dot_mxfp4_sdot;
 }

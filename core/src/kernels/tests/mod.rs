@@ -13,6 +13,7 @@ use crate::quant::{self, GgmlType};
 use crate::sampler::rng::Rng;
 
 mod interleaved;
+mod mxfp4;
 mod rows;
 
 /// The CPU features of the machine running the tests.
@@ -44,7 +45,7 @@ pub(crate) fn table_or_skip(isa: Isa) -> Option<Kernels> {
 }
 
 /// Weight formats every ISA's table must cover.
-pub(crate) const WEIGHT_TYPES: [GgmlType; 13] = [
+pub(crate) const WEIGHT_TYPES: [GgmlType; 14] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -58,6 +59,7 @@ pub(crate) const WEIGHT_TYPES: [GgmlType; 13] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::MXFP4,
 ];
 
 /// Row shapes: `(values, kind)` where kind picks the value distribution.
@@ -121,6 +123,11 @@ fn raw_row(rng: &mut Rng, ty: GgmlType, n: usize) -> Vec<u8> {
         for &o in scale_fields {
             let v = half::f16::from_f32(((rng.next_f64() as f32) - 0.5) * 0.02);
             blk[o..o + 2].copy_from_slice(&v.to_le_bytes());
+        }
+        if ty == GgmlType::MXFP4 {
+            // an E8M0 exponent giving scales 2^-28 .. 2^3 (with the doubled E2M1 values and
+            // an f16 activation scale, far from f32's limits)
+            blk[0] = 100 + (rng.next_u64() % 32) as u8;
         }
     }
     // int8 activations never hold -128 (the quantizers clamp to [-127, 127]); the SIMD

@@ -14,7 +14,8 @@ use crate::quant::kquants::q3_k::BlockQ3K;
 use crate::quant::kquants::q5_k::BlockQ5K;
 use crate::quant::kquants::q8_k::BlockQ8K;
 use crate::quant::kquants::{scale_min_k4, GROUPS};
-use crate::quant::legacy::{h, BlockQ4_1, BlockQ5_1, BlockQ8_1};
+use crate::quant::legacy::{h, BlockQ4_1, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+use crate::quant::mxfp4::{self, BlockMxfp4};
 
 // ---- shared helpers ----
 
@@ -133,6 +134,29 @@ pub(super) unsafe fn dot_q4_1(_n: usize, w: &[u8], a: &[u8]) -> f32 {
         mins += h(x.m) * h(y.s);
     }
     hsum_f32(acc) + mins
+}
+
+/// MXFP4 · Q8_0: the codes through the table of doubled E2M1 values (`i8x16_swizzle`) into
+/// int8, then each block's exact sum scaled and added as the scalar oracle does
+/// (`sum += d · isum`, block after block): the oracle's bits.
+///
+/// # Safety
+/// The CPU must support simd128.
+#[target_feature(enable = "simd128")]
+pub(super) unsafe fn dot_mxfp4(_n: usize, w: &[u8], a: &[u8]) -> f32 {
+    // SAFETY: KVALUES is 16 bytes.
+    let table = unsafe { ld(&mxfp4::KVALUES[..]) };
+    let mut sum = 0.0f32;
+    for (x, y) in blocks::<BlockMxfp4>(w).iter().zip(blocks::<BlockQ8_0>(a)) {
+        // SAFETY: loads at 0 of the 16 packed bytes and 0 / 16 of the 32 activations.
+        let p = unsafe {
+            let v = ld(&x.qs[..]);
+            let q = [i8x16_swizzle(table, lo4(v)), i8x16_swizzle(table, hi4(v))];
+            dot32(q, [ld(&y.qs[..]), ld(&y.qs[16..])])
+        };
+        sum += mxfp4::scale(x, y) * hsum_i32(p) as f32;
+    }
+    sum
 }
 
 /// Q5_1 · Q8_1: unsigned 5-bit quants plus the min term.

@@ -134,7 +134,7 @@ fn bytes_from_bits_32(bits: u32) -> __m256i {
 /// unsigned × signed form of `vpmaddubsw`. `y` must not hold -128.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256 {
+pub(super) fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256 {
     let dot = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
     _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, _mm256_set1_epi16(1)))
 }

@@ -23,14 +23,14 @@ use crate::quant::legacy::{blocks, BlockQ4_0, BlockQ5_0, BlockQ8_0};
 /// `[lo, hi]` as one 512-bit vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn join(lo: __m256i, hi: __m256i) -> __m512i {
+pub(super) fn join(lo: __m256i, hi: __m256i) -> __m512i {
     _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)
 }
 
 /// The low and high 8 lanes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn halves(v: __m512) -> (__m256, __m256) {
+pub(super) fn halves(v: __m512) -> (__m256, __m256) {
     // (extractf32x8 would need AVX-512 DQ; the 64-bit extract moves the same bits)
     let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
     (_mm512_castps512_ps256(v), hi)
@@ -57,7 +57,7 @@ unsafe fn ld512<T>(p: *const T) -> __m512i {
 /// Per-lane sums of `x·y` for signed `x` and `y` (y ≠ -128).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn dot_i8(x: __m512i, y: __m512i) -> __m512i {
+pub(super) fn dot_i8(x: __m512i, y: __m512i) -> __m512i {
     let zero = _mm512_setzero_si512();
     let y = _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(x), zero, y);
     _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(x), y)
