@@ -19,6 +19,8 @@ pub enum Activation {
     Silu,
     /// GeGLU: gelu_tanh(gate) * up
     Gelu,
+    /// gpt-oss's clamped SwiGLU (`ggml_swiglu_oai`, alpha 1.702, limit 7)
+    SwigluOai,
 }
 
 impl Arch {

@@ -8,6 +8,7 @@ mod attend;
 mod config;
 mod forward;
 pub mod kv_pool;
+mod rope_scaling;
 mod scratch;
 mod step;
 mod token;

@@ -35,6 +35,8 @@ pub struct Layer<'a> {
     pub k_norm: Option<Cow<'a, [f32]>>,
     /// Norms applied to the attention / FFN outputs before the residual add (gemma).
     pub post_attn_norm: Option<Cow<'a, [f32]>>,
+    /// One logit per query head in the attention softmax's denominator (gpt-oss).
+    pub attn_sinks: Option<Cow<'a, [f32]>>,
     pub ffn_norm: Cow<'a, [f32]>,
     pub gate: QMatrix<'a>,
     pub up: QMatrix<'a>,
@@ -99,6 +101,7 @@ impl<'a> Weights<'a> {
                 q_norm: b.opt_vector(&n("attn_q_norm.weight"), c.head_dim_k)?,
                 k_norm: b.opt_vector(&n("attn_k_norm.weight"), c.head_dim_k)?,
                 post_attn_norm: b.opt_vector(&n("post_attention_norm.weight"), c.n_embd)?,
+                attn_sinks: b.opt_vector(&n("attn_sinks.weight"), c.n_head)?,
                 ffn_norm: b.vector(&n("ffn_norm.weight"), c.n_embd)?,
                 gate: b.matrix(&n("ffn_gate.weight"), n_ff, c.n_embd, true)?,
                 up: b.matrix(&n("ffn_up.weight"), n_ff, c.n_embd, true)?,
