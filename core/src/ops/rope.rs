@@ -348,13 +348,13 @@ mod tests {
             for style in [RopeStyle::Normal, RopeStyle::Neox] {
                 let mut y = x.clone();
                 apply(&mut y, 8, style, &RopeTable { cos: &c, sin: &s });
-                for i in 0..4 {
+                for (i, angle) in angles.iter().enumerate() {
                     let (a, b) = match style {
                         RopeStyle::Normal => (2 * i, 2 * i + 1),
                         RopeStyle::Neox => (i, i + 4),
                     };
                     let (x0, x1) = (x[a] as f64, x[b] as f64);
-                    let (co, si) = (angles[i].cos() * mscale, angles[i].sin() * mscale);
+                    let (co, si) = (angle.cos() * mscale, angle.sin() * mscale);
                     let (w0, w1) = (x0 * co - x1 * si, x0 * si + x1 * co);
                     assert!(
                         (y[a] as f64 - w0).abs() < 1e-5,
