@@ -78,6 +78,7 @@ fn attention_bench(c: &mut Criterion) {
                                 scale: 1.0 / (d as f32).sqrt(),
                                 softcap: None,
                                 n_rows: rows,
+                                sinks: None,
                                 blocks: None,
                             };
                             (kern.flash())(kern.f16_ops(), &tile, &mut s);

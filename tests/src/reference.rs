@@ -45,18 +45,38 @@ fn rmsnorm(x: &[f64], w: &Mat, eps: f64) -> Vec<f64> {
     x.iter().zip(&w.w).map(|(a, b)| a * s * b).collect()
 }
 
-fn rope(x: &mut [f64], pos: usize, base: f64, neox: bool) {
+/// YaRN as ggml computes it (llama.cpp's attention factor cancels its own correction, so
+/// cos and sin are scaled by `1 + 0.1 ln(1 / freq_scale)`): the layer's frequency scale,
+/// the model's original context and `ext_factor` 1, betas 32 and 1.
+struct Yarn {
+    freq_scale: f64,
+    n_orig: f64,
+}
+
+fn rope(x: &mut [f64], pos: usize, base: f64, neox: bool, yarn: Option<&Yarn>) {
     let d = x.len();
+    let corr = |beta: f64, n_orig: f64| {
+        d as f64 * (n_orig / (beta * 2.0 * std::f64::consts::PI)).ln() / (2.0 * base.ln())
+    };
     for i in 0..d / 2 {
-        let theta = pos as f64 * base.powf(-2.0 * i as f64 / d as f64);
+        let mut theta = pos as f64 * base.powf(-2.0 * i as f64 / d as f64);
+        let mut mscale = 1.0;
+        if let Some(y) = yarn {
+            let lo = corr(32.0, y.n_orig).floor().max(0.0);
+            let hi = corr(1.0, y.n_orig).ceil().min(d as f64 - 1.0);
+            let ramp = 1.0 - ((i as f64 - lo) / (hi - lo).max(0.001)).clamp(0.0, 1.0);
+            theta = y.freq_scale * theta * (1.0 - ramp) + theta * ramp;
+            mscale = 1.0 + 0.1 * (1.0 / y.freq_scale).ln();
+        }
+        let (cos, sin) = (theta.cos() * mscale, theta.sin() * mscale);
         let (a, b) = if neox {
             (i, i + d / 2)
         } else {
             (2 * i, 2 * i + 1)
         };
         let (x0, x1) = (x[a], x[b]);
-        x[a] = x0 * theta.cos() - x1 * theta.sin();
-        x[b] = x0 * theta.sin() + x1 * theta.cos();
+        x[a] = x0 * cos - x1 * sin;
+        x[b] = x0 * sin + x1 * cos;
     }
 }
 
@@ -88,6 +108,17 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
         .get_u64(&format!("{arch}.attention.sliding_window"))
         .unwrap()
         .unwrap_or(0) as usize;
+    let yarn = match f.get_str(&format!("{arch}.rope.scaling.type")).unwrap() {
+        Some("yarn") => Some((
+            f.get_f32(&format!("{arch}.rope.scaling.factor"))
+                .unwrap()
+                .unwrap() as f64,
+            f.get_u64(&format!("{arch}.rope.scaling.original_context_length"))
+                .unwrap()
+                .unwrap() as f64,
+        )),
+        _ => None,
+    };
     let gemma = arch == "gemma3";
     let neox = arch != "llama";
 
@@ -108,6 +139,12 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
         let l = |x: &str| load(&f, &format!("blk.{il}.{x}"));
         let swa = gemma && window > 0 && il % 6 < 5;
         let layer_base = if swa { 10000.0 } else { base };
+        // gemma's sliding-window layers are not scaled, but take YaRN's other terms
+        let yarn = yarn.map(|(factor, n_orig)| Yarn {
+            freq_scale: if swa { 1.0 } else { 1.0 / factor },
+            n_orig,
+        });
+        let sinks = l("attn_sinks.weight");
         let (wq, wk, wv, wo) = (
             l("attn_q.weight").unwrap(),
             l("attn_k.weight").unwrap(),
@@ -140,8 +177,10 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
                     }
                 }
             }
-            q.chunks_mut(hd).for_each(|h| rope(h, p, layer_base, neox));
-            k.chunks_mut(hd).for_each(|h| rope(h, p, layer_base, neox));
+            q.chunks_mut(hd)
+                .for_each(|h| rope(h, p, layer_base, neox, yarn.as_ref()));
+            k.chunks_mut(hd)
+                .for_each(|h| rope(h, p, layer_base, neox, yarn.as_ref()));
             qs.push(q);
             ks.push(k);
             vs.push(v);
@@ -165,7 +204,9 @@ pub fn logits_all(bytes: &[u8], tokens: &[u32]) -> Vec<Vec<f64>> {
                     .collect();
                 let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
-                let z: f64 = e.iter().sum();
+                // a sink: one more term of the denominator, with no value
+                let z: f64 =
+                    e.iter().sum::<f64>() + sinks.as_ref().map_or(0.0, |s| (s.w[h] - m).exp());
                 for (j, t) in (lo..=p).enumerate() {
                     for i in 0..hd {
                         att[h * hd + i] += e[j] / z * vs[t][kvh * hd + i];

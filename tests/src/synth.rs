@@ -23,6 +23,10 @@ pub struct Spec {
     pub post_norms: bool,
     pub tied: bool,
     pub sliding_window: usize,
+    /// YaRN RoPE scaling: (factor, original context length).
+    pub yarn: Option<(f32, usize)>,
+    /// Attention sinks (`attn_sinks.weight`, one logit per query head) in every layer.
+    pub attn_sinks: bool,
     pub seed: u64,
     /// A mixture of experts in every layer instead of the dense FFN.
     pub experts: Option<MoeSpec>,
@@ -57,6 +61,8 @@ impl Spec {
             post_norms: false,
             tied: false,
             sliding_window: 0,
+            yarn: None,
+            attn_sinks: false,
             seed: 1,
             experts: None,
         }
@@ -242,6 +248,14 @@ pub fn build(s: &Spec) -> Vec<u8> {
             );
         }
     }
+    if let Some((factor, n_orig)) = s.yarn {
+        w.meta(k("rope.scaling.type"), MetaValue::String("yarn".into()))
+            .meta(k("rope.scaling.factor"), MetaValue::F32(factor))
+            .meta(
+                k("rope.scaling.original_context_length"),
+                MetaValue::U32(n_orig as u32),
+            );
+    }
     if s.sliding_window > 0 {
         w.meta(
             k("attention.sliding_window"),
@@ -326,6 +340,12 @@ pub fn build(s: &Spec) -> Vec<u8> {
                 );
                 w.tensor_f32(n(b), &[len as u64], &v).unwrap();
             }
+        }
+        if s.attn_sinks {
+            // around the scores' range: some heads' sinks dominate, some barely count
+            let v = randn(&mut Rng::new(s.seed ^ (il as u64 + 99)), s.n_head, 3.0);
+            w.tensor_f32(n("attn_sinks.weight"), &[s.n_head as u64], &v)
+                .unwrap();
         }
         if s.qk_norm {
             norm(&mut w, &n("attn_q_norm.weight"), s.head_dim);

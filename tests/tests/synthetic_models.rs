@@ -15,6 +15,11 @@ fn cosine(a: &[f32], b: &[f64]) -> f64 {
 }
 
 fn check(spec: Spec, tag: &str, min_cos: f64) {
+    check_cache(spec, tag, min_cos, KvType::default());
+}
+
+/// [`check`] with a KV cache of type `ty`.
+fn check_cache(spec: Spec, tag: &str, min_cos: f64, ty: KvType) {
     let path = synth::write_temp(&spec, tag);
     let bytes = std::fs::read(&path).unwrap();
     let tokens: Vec<u32> = (0..14u32).map(|i| (i * 37 + 5) % 262).collect();
@@ -28,7 +33,12 @@ fn check(spec: Spec, tag: &str, min_cos: f64) {
             },
         )
         .unwrap();
-        let mut s = e.session(&SessionOptions::with_ctx(64)).unwrap();
+        let opts = SessionOptions {
+            cache_type_k: ty,
+            cache_type_v: ty,
+            ..SessionOptions::with_ctx(64)
+        };
+        let mut s = e.session(&opts).unwrap();
         let mut worst = 1.0f64;
         s.feed_each(&tokens, |i, logits| {
             let c = cosine(logits, &want[i]);
@@ -72,6 +82,35 @@ fn qwen2_bias_q4_k_matches_reference() {
 #[test]
 fn gemma3_swa_qknorm_postnorm_tied_matches_reference() {
     check(Spec::gemma3(), "gemma3-q8_0", 0.999);
+}
+
+/// gpt-oss's attention pieces on the architectures the engine runs: YaRN RoPE (the ramp
+/// between the correction dims inside the head, the magnitude on cos and sin) and
+/// attention sinks, with grouped heads, and on gemma3 with sliding-window layers (unscaled,
+/// but YaRN's other terms apply).
+#[test]
+fn yarn_and_attention_sinks_match_reference() {
+    let gpt_oss_like = Spec {
+        yarn: Some((4.0, 128)),
+        attn_sinks: true,
+        n_head: 8,
+        ..Spec::qwen2()
+    };
+    check(gpt_oss_like, "qwen2-yarn-sinks", 0.999);
+    let swa = Spec {
+        yarn: Some((8.0, 64)),
+        attn_sinks: true,
+        ..Spec::gemma3()
+    };
+    check(swa, "gemma3-yarn-sinks", 0.999);
+    // a quantized cache does not centre the rows of a layer with sinks (with a sink the
+    // weights of the values do not sum to one, and a shift of the scores changes them)
+    let biased = Spec {
+        attn_sinks: true,
+        kv_bias_scale: 1.0,
+        ..Spec::qwen2()
+    };
+    check_cache(biased, "qwen2-sinks-q8_0-cache", 0.999, KvType::Q8_0);
 }
 
 #[test]

@@ -294,11 +294,11 @@ fn write(s: &Shape, path: &str) -> std::io::Result<()> {
             left -= n;
         }
         written += bytes as u64;
-        eprint!(
-            "\r{:5.1}% of {:.2} GB",
-            100.0 * written as f64 / total as f64,
-            total as f64 / 1e9
-        );
+        let pct = 100 * written / total.max(1);
+        if pct != shown {
+            shown = pct;
+            eprint!("\r{pct:3}% of {:.2} GB", total as f64 / 1e9);
+        }
     }
     out.flush()?;
     eprintln!("\nwrote {path}");

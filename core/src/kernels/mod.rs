@@ -78,6 +78,7 @@ pub struct Kernels {
     f16: F16Ops,
     swiglu: fn(gate: &mut [f32], up: &[f32]),
     geglu: fn(gate: &mut [f32], up: &[f32]),
+    swiglu_oai: fn(gate: &mut [f32], up: &[f32]),
     flash: FlashFn,
     l2_bytes: usize,
 }
@@ -101,6 +102,7 @@ impl Kernels {
             f16: generic::f16::OPS,
             swiglu: crate::ops::activation::swiglu,
             geglu: crate::ops::activation::geglu,
+            swiglu_oai: crate::ops::activation::swiglu_oai,
             flash: crate::ops::attention::flash::tile,
             l2_bytes: DEFAULT_L2_BYTES,
         };
@@ -209,6 +211,12 @@ impl Kernels {
 
     pub fn set_geglu(&mut self, f: fn(&mut [f32], &[f32])) {
         self.geglu = f;
+    }
+
+    /// gpt-oss's clamped SwiGLU, `activation::swiglu_oai` (scalar on every ISA: ggml's CPU
+    /// op is scalar with libm's `expf`, which a vector exponential would not reproduce).
+    pub fn swiglu_oai(&self) -> fn(&mut [f32], &[f32]) {
+        self.swiglu_oai
     }
 
     /// One tile of attention (`ops::attention::flash`).

@@ -29,6 +29,8 @@ pub enum Activation {
     Silu,
     /// GeGLU: gelu_tanh(gate) * up
     Gelu,
+    /// gpt-oss's clamped SwiGLU (`ggml_swiglu_oai`, alpha 1.702, limit 7)
+    SwigluOai,
 }
 
 impl Arch {
@@ -75,6 +77,7 @@ impl Arch {
     pub fn activation(self) -> Activation {
         match self {
             Arch::Gemma3 => Activation::Gelu,
+            Arch::GptOss => Activation::SwigluOai,
             _ => Activation::Silu,
         }
     }

@@ -21,7 +21,7 @@ use crate::parallel::{DisjointSlice, Parallel};
 /// `out`, at positions `pos0..`, each against its own sequence's blocks of `pool`), on as
 /// many workers as there are `scratch` buffers (every token's keys and values are already in
 /// the cache): `q` holds `n_head` rows of `head_dim_k` per token, `out` receives `n_head`
-/// rows of `head_dim_v`.
+/// rows of `head_dim_v`. `sinks`: the layer's attention sinks, one logit per query head.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn attend(
     k: &Kernels,
@@ -33,6 +33,7 @@ pub(super) fn attend(
     q: &[f32],
     out: &mut [f32],
     runs: &[Span],
+    sinks: Option<&[f32]>,
 ) -> Result<()> {
     for r in runs {
         pool.seq_blocks(r.seq)?;
@@ -99,6 +100,8 @@ pub(super) fn attend(
                 scale: c.attn_scale,
                 softcap: c.attn_softcap,
                 n_rows,
+                // the rows cycle through `heads` token after token
+                sinks: sinks.map(|s| &s[heads.clone()]),
                 blocks: Some(blocks),
             };
             kernel(ops, &tile, s);

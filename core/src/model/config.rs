@@ -8,7 +8,7 @@ use super::moe::MoeConfig;
 use crate::error::{Error, Result};
 use crate::gguf::{keys, GgufFile};
 use crate::ops::attention::AttnShape;
-use crate::ops::rope::RopeStyle;
+use crate::ops::rope::{RopeStyle, Yarn};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -31,6 +31,10 @@ pub struct Config {
     pub rope_base_swa: f32,
     /// 1/factor for linear RoPE scaling, else 1.
     pub rope_freq_scale: f32,
+    /// The sliding-window layers' (1 but for gpt-oss).
+    pub rope_freq_scale_swa: f32,
+    /// YaRN's parameters, the same for every layer (`Yarn::NONE` without YaRN).
+    pub yarn: Yarn,
     pub activation: Activation,
     /// Multiplier of the token embeddings (1, or sqrt(n_embd) for Gemma).
     pub embed_scale: f32,
@@ -92,22 +96,7 @@ impl Config {
         let rope_base_swa = optf("rope.freq_base_swa")?
             .or(arch.default_rope_base_swa())
             .unwrap_or(rope_base);
-        let rope_freq_scale = match f.get_str(&key(keys::ROPE_SCALING_TYPE))? {
-            None | Some("none") => 1.0,
-            Some("linear") => {
-                let factor = optf(keys::ROPE_SCALING_FACTOR)?.unwrap_or(1.0);
-                if factor > 0.0 {
-                    1.0 / factor
-                } else {
-                    1.0
-                }
-            }
-            Some(other) => {
-                return Err(Error::UnsupportedModel(alloc::format!(
-                    "rope scaling type '{other}'"
-                )));
-            }
-        };
+        let scaling = super::rope_scaling::read(f, arch_name, n_ctx_train)?;
         // Only architectures whose llama.cpp graph uses sliding-window attention honour the
         // window (llama.cpp ignores it for llama/mistral/qwen2).
         let sliding_window = match arch.default_swa_period() {
@@ -150,7 +139,9 @@ impl Config {
             n_rot,
             rope_base,
             rope_base_swa,
-            rope_freq_scale,
+            rope_freq_scale: scaling.freq_scale,
+            rope_freq_scale_swa: scaling.freq_scale_swa,
+            yarn: scaling.yarn,
             activation: arch.activation(),
             embed_scale: if arch.scales_embeddings() {
                 libm::sqrtf(n_embd as f32)
@@ -166,11 +157,10 @@ impl Config {
         })
     }
 
-    /// RoPE base and frequency scale of layer `il`: sliding-window layers have their own
-    /// base and no scaling.
+    /// RoPE base and frequency scale of layer `il`: sliding-window layers have their own.
     pub fn layer_rope(&self, il: usize) -> (f32, f32) {
         if self.swa_layers[il] {
-            (self.rope_base_swa, 1.0)
+            (self.rope_base_swa, self.rope_freq_scale_swa)
         } else {
             (self.rope_base, self.rope_freq_scale)
         }

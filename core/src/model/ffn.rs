@@ -18,6 +18,7 @@ pub(super) fn glu(k: &Kernels, a: Activation) -> Glu {
     match a {
         Activation::Silu => k.swiglu(),
         Activation::Gelu => k.geglu(),
+        Activation::SwigluOai => k.swiglu_oai(),
     }
 }
 

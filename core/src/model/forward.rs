@@ -380,7 +380,8 @@ fn attention_block(
     };
     s.ensure_attn_scratch(c.attn_shape(), workers);
     let scratch = &mut s.attn_scratch[..workers];
-    attend(k, c, il, pool, scratch, par, &s.q, &mut s.attn, runs)?;
+    let sinks = l.attn_sinks.as_deref();
+    attend(k, c, il, pool, scratch, par, &s.q, &mut s.attn, runs, sinks)?;
     for out in s.attn.chunks_exact_mut(o_row).take(n) {
         pool.finish_output(il, out);
     }

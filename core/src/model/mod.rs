@@ -10,6 +10,7 @@ mod ffn;
 mod forward;
 pub mod kv_pool;
 pub mod moe;
+mod rope_scaling;
 mod scratch;
 mod step;
 mod token;

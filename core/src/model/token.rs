@@ -5,6 +5,7 @@
 use core::ops::Range;
 
 use super::config::Config;
+use super::rope_scaling::layer_freqs;
 use super::weights::{Layer, Weights};
 use crate::ops::attention::rotation;
 use crate::ops::norm::rmsnorm_inplace;
@@ -55,7 +56,7 @@ pub(super) fn ready_token(
 }
 
 /// Layer `il`'s RoPE angles for position `pos` (`n_rot / 2` each): the layer's base and
-/// scale (sliding-window layers may have their own), the model's frequency factors.
+/// scale (sliding-window layers may have their own), the model's frequency factors, YaRN.
 pub(super) fn rope_angles(
     w: &Weights<'_>,
     il: usize,
@@ -63,10 +64,7 @@ pub(super) fn rope_angles(
     cos: &mut [f32],
     sin: &mut [f32],
 ) {
-    let c = &w.config;
-    let (base, freq_scale) = c.layer_rope(il);
-    let freqs = w.rope_freqs.as_deref();
-    rope::rope_cache(pos, c.n_rot, base, freq_scale, freqs, cos, sin);
+    rope::rope_cache(pos, &layer_freqs(w, il), cos, sin);
 }
 
 /// The positions the token at `pos` sees in layer `il`: a sliding-window layer the last

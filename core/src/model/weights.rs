@@ -36,6 +36,8 @@ pub struct Layer<'a> {
     pub k_norm: Option<Cow<'a, [f32]>>,
     /// Norms applied to the attention / FFN outputs before the residual add (gemma).
     pub post_attn_norm: Option<Cow<'a, [f32]>>,
+    /// One logit per query head in the attention softmax's denominator (gpt-oss).
+    pub attn_sinks: Option<Cow<'a, [f32]>>,
     pub ffn_norm: Cow<'a, [f32]>,
     pub ffn: Ffn<'a>,
     pub post_ffn_norm: Option<Cow<'a, [f32]>>,
@@ -180,6 +182,7 @@ impl<'a> Weights<'a> {
                     super::Arch::GptOss => None,
                     _ => b.opt_vector(&n("post_attention_norm.weight"), c.n_embd)?,
                 },
+                attn_sinks: b.opt_vector(&n("attn_sinks.weight"), c.n_head)?,
                 ffn_norm: b.vector(&n(c.arch.ffn_norm_tensor()), c.n_embd)?,
                 ffn,
                 post_ffn_norm: b.opt_vector(&n("post_ffw_norm.weight"), c.n_embd)?,

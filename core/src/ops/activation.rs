@@ -9,6 +9,37 @@ pub fn swiglu(gate: &mut [f32], up: &[f32]) {
     }
 }
 
+/// gpt-oss's clamped SwiGLU (`ggml_swiglu_oai` with llama.cpp's alpha 1.702 and limit 7):
+/// see [`swiglu_oai_with`].
+pub fn swiglu_oai(gate: &mut [f32], up: &[f32]) {
+    swiglu_oai_with(gate, up, SWIGLU_OAI_ALPHA, SWIGLU_OAI_LIMIT);
+}
+
+/// llama.cpp's gpt-oss constants (`LLM_FFN_SWIGLU_OAI_MOE` in `build_moe_ffn`).
+pub const SWIGLU_OAI_ALPHA: f32 = 1.702;
+pub const SWIGLU_OAI_LIMIT: f32 = 7.0;
+
+/// `gate = x / (1 + e^(alpha · -x)) · (y + 1)` with `x = min(gate, limit)` and `y =
+/// clamp(up, -limit, limit)`, in ggml-cpu's order of operations
+/// (`ggml_compute_forward_swiglu_oai_f32`; `std::min` and `std::clamp`, so a NaN input
+/// stays NaN).
+pub fn swiglu_oai_with(gate: &mut [f32], up: &[f32], alpha: f32, limit: f32) {
+    for (g, &u) in gate.iter_mut().zip(up) {
+        // std::min(g, limit): limit < g ? limit : g
+        let x = if limit < *g { limit } else { *g };
+        // std::clamp(u, -limit, limit): u < -limit ? -limit : (limit < u ? limit : u)
+        let y = if u < -limit {
+            -limit
+        } else if limit < u {
+            limit
+        } else {
+            u
+        };
+        let glu = x / (1.0 + libm::expf(alpha * -x));
+        *g = glu * (y + 1.0);
+    }
+}
+
 /// GELU (tanh approximation) gated: `gate = gelu(gate) * up`.
 ///
 /// ggml evaluates GELU through a table indexed by the f16 value of the input (GGML_GELU_FP16),
@@ -55,6 +86,47 @@ fn gelu_f16_table(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Against ggml's formula in f64 (the clamps are exact, the rest rounds once in f32),
+    /// and its limits worked out: a gate above 7 acts as 7, an up outside ±7 as ±7.
+    #[test]
+    fn swiglu_oai_is_ggml_formula() {
+        let gates = [
+            -30.0f32, -7.5, -2.0, -0.3, 0.0, 1e-4, 0.9, 3.3, 6.99, 7.0, 7.01, 50.0,
+        ];
+        let ups = [
+            -100.0f32, -7.2, -7.0, -1.0, -0.5, 0.0, 0.25, 2.0, 6.5, 7.0, 9.0, 1e6,
+        ];
+        for &g in &gates {
+            for &u in &ups {
+                let mut got = [g];
+                swiglu_oai(&mut got, &[u]);
+                let x = (g as f64).min(7.0);
+                let y = (u as f64).clamp(-7.0, 7.0);
+                let want = x / (1.0 + (-(1.702f32 as f64) * x).exp()) * (y + 1.0);
+                assert!(
+                    (got[0] as f64 - want).abs() <= 1e-6 * want.abs() + 1e-30,
+                    "swiglu_oai({g}, {u}) = {} vs {want}",
+                    got[0]
+                );
+            }
+        }
+        // the clamps: above the limit the gate saturates, the up term is cut at ±limit
+        let (mut a, mut b) = ([7.0f32, -7.0, 0.5], [50.0f32, -1e9, 0.5]);
+        swiglu_oai(&mut a, &[1.0, 1.0, 7.0]);
+        swiglu_oai(&mut b, &[1.0, 1.0, 70.0]);
+        assert_eq!(a[0].to_bits(), b[0].to_bits());
+        assert_eq!(a[2].to_bits(), b[2].to_bits());
+        // x·σ(1.702·x)·(y+1) at x = 1, y = 0, by hand: 1 / (1 + e^-1.702) = 1 / 1.182319
+        let mut one = [1.0f32];
+        swiglu_oai(&mut one, &[0.0]);
+        assert!((one[0] - 0.845_796).abs() < 1e-6, "{}", one[0]);
+        // up = -1 zeroes the output whatever the gate; a NaN stays NaN (std::min/clamp)
+        let mut z = [5.0f32, f32::NAN, 1.0];
+        swiglu_oai(&mut z, &[-1.0, 1.0, f32::NAN]);
+        assert_eq!(z[0], 0.0);
+        assert!(z[1].is_nan() && z[2].is_nan());
+    }
 
     #[test]
     fn gelu_table_is_gelu_of_the_f16_input_rounded_to_f16() {

@@ -14,12 +14,13 @@
 //! The key centre is the key bias's mean rotation over the context's positions (slow
 //! pairs keep their bias, fast ones average out); the value centre is the value bias. Both
 //! are rotated like the rows they are taken from (the quantized cache's Hadamard rotation).
-//! Layers without a bias, and keys with per-head norms (the bias is not what is stored),
-//! are not centred.
+//! Layers without a bias, keys with per-head norms (the bias is not what is stored) and
+//! layers with attention sinks (neither identity holds) are not centred.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::model::rope_scaling::layer_freqs;
 use crate::model::weights::Weights;
 use crate::ops::attention::{rotation, KvType};
 use crate::ops::rope;
@@ -66,10 +67,14 @@ impl Centres {
             .enumerate()
             .map(|(il, l)| {
                 let mut out = Layer::default();
+                // attention sinks take a share of the softmax that no key holds: a shift of
+                // the scores is not removed, the weights of the values do not sum to one
+                if l.attn_sinks.is_some() {
+                    return out;
+                }
                 if let (true, Some(bias), None) = (centre_keys, &l.bk, &l.k_norm) {
-                    let (base, freq_scale) = c.layer_rope(il);
-                    let freqs = w.rope_freqs.as_deref();
-                    rope::mean_table(n_ctx, c.n_rot, base, freq_scale, freqs, &mut cos, &mut sin);
+                    let freqs = layer_freqs(w, il);
+                    rope::mean_table(n_ctx, &freqs, &mut cos, &mut sin);
                     let table = rope::RopeTable {
                         cos: &cos,
                         sin: &sin,

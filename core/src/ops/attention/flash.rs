@@ -15,7 +15,8 @@
 //! cache's Hadamard rotation is already in q, k and v). Per key block and query row:
 //! `s = scale · q·k` (softcapped where the model asks), masked to the row's window;
 //! `m' = max(m, max s)`, `p = e^(s - m')`, `l = l·e^(m - m') + Σp`, `o = o·e^(m - m') + Σ p·v`;
-//! at the end `o / l`.
+//! at the end `o / l`, after a head's attention sink (gpt-oss), if any, joined `l` as one
+//! more score with a zero value (the one place every instance finishes a row).
 //!
 //! The body is plain Rust generic over [`Simd`] (the lanes, how they multiply-add and the
 //! exponential) and compiled once per ISA with that ISA's target features (see
@@ -68,6 +69,11 @@ pub struct Tile<'a> {
     pub scale: f32,
     pub softcap: Option<f32>,
     pub n_rows: usize,
+    /// Attention sinks (gpt-oss): one logit per query head of the tile, in the softmax's
+    /// denominator only, as if a key with that score (not scaled, not softcapped, never
+    /// masked) and a zero value were in every row's window. The rows are (token, head)
+    /// pairs with the heads cycling fastest: row `r` takes `sinks[r % sinks.len()]`.
+    pub sinks: Option<&'a [f32]>,
     /// Where the positions are stored in a paged cache: the physical block of each block of
     /// [`BLOCK`] positions (`None`: position `t` is row `t`).
     pub blocks: Option<&'a [u32]>,
@@ -659,15 +665,28 @@ pub fn tile_body<S: Simd, const DK: usize, const DV: usize>(
             }
         }
     }
+    let sinks = t.sinks.filter(|s| !s.is_empty());
     for r in 0..n {
-        let sum = s.sum[r];
+        let mut sum = s.sum[r];
+        // the sink as ggml's flash attention takes it after the last key: a new maximum
+        // rescales the output and the sum, else it adds e^(sink - m) to the sum
+        let mut rescale = 1.0;
+        if let Some(sinks) = sinks {
+            let (sink, m) = (sinks[r % sinks.len()], s.max[r]);
+            if sink > m {
+                rescale = libm::expf(m - sink);
+                sum = sum * rescale + 1.0;
+            } else {
+                sum += libm::expf(sink - m);
+            }
+        }
         let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
         let out = &mut s.out[r * dv..(r + 1) * dv];
         if row_major {
-            out.iter_mut().for_each(|o| *o *= inv);
+            out.iter_mut().for_each(|o| *o = *o * rescale * inv);
         } else {
             for (i, o) in out.iter_mut().enumerate() {
-                *o = s.ot[lane_at::<S>(dv, r, i)] * inv;
+                *o = s.ot[lane_at::<S>(dv, r, i)] * rescale * inv;
             }
         }
     }

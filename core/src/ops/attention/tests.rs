@@ -70,7 +70,8 @@ fn cache_type_names_round_trip() {
 }
 
 /// Softmax attention in f64 of query `q` over positions `window` of one KV head of the
-/// values a cache holds (`k64` / `v64`, rows of `k_row` / `v_row`).
+/// values a cache holds (`k64` / `v64`, rows of `k_row` / `v_row`); a `sink` logit joins
+/// the softmax's denominator only (gpt-oss's attention sinks).
 #[allow(clippy::too_many_arguments)]
 fn naive(
     q: &[f32],
@@ -82,6 +83,7 @@ fn naive(
     window: core::ops::Range<usize>,
     scale: f32,
     cap: Option<f32>,
+    sink: Option<f32>,
 ) -> Vec<f64> {
     let sc: Vec<f64> = window
         .clone()
@@ -99,7 +101,8 @@ fn naive(
         })
         .collect();
     let m = sc.iter().cloned().fold(f64::MIN, f64::max);
-    let z: f64 = sc.iter().map(|x| libm::exp(x - m)).sum();
+    let z: f64 = sc.iter().map(|x| libm::exp(x - m)).sum::<f64>()
+        + sink.map_or(0.0, |s| libm::exp(s as f64 - m));
     (0..dv)
         .map(|d| {
             window
@@ -113,8 +116,9 @@ fn naive(
 
 /// The flash kernel on every ISA this host runs, against f64 attention over the values each
 /// cache type holds (the query is not quantized, so every type is accurate to f32
-/// rounding), for tiles of causal and sliding-window rows of grouped heads, and against the
-/// scalar instance bit for bit (the same fused arithmetic and exponential).
+/// rounding), for tiles of causal and sliding-window rows of grouped heads, with and without
+/// attention sinks, and against the scalar instance bit for bit (the same fused arithmetic
+/// and exponential).
 #[test]
 fn flash_tiles_match_naive_attention_on_every_isa() {
     use crate::kernels::tests::table_or_skip;
@@ -126,17 +130,23 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
         .into_iter()
         .filter_map(table_or_skip)
         .collect();
-    // (heads, kv heads, dk, dv, softcap, sliding window)
+    // (heads, kv heads, dk, dv, softcap, sliding window, sinks)
     let cases = [
-        (4, 2, 64, 32, Some(30.0f32), 0),
-        (7, 1, 64, 64, None, 0),
-        (2, 2, 32, 40, None, 9),
-        (4, 1, 256, 256, None, 20),
+        (4, 2, 64, 32, Some(30.0f32), 0, false),
+        (7, 1, 64, 64, None, 0, false),
+        (2, 2, 32, 40, None, 9, false),
+        (4, 1, 256, 256, None, 20, false),
         // a last tile of three rows with values of 40 (fewer rows than lanes: the values
         // accumulate row by row, with a scalar tail on 16 lanes)
-        (6, 2, 32, 40, None, 0),
+        (6, 2, 32, 40, None, 0, false),
+        // gpt-oss-like: grouped heads with sinks, sliding window and not (sinks above the
+        // scores' maximum rescale the output, those below only add to the sum)
+        (8, 2, 64, 64, None, 5, true),
+        (8, 2, 64, 64, None, 0, true),
+        (6, 3, 32, 40, Some(5.0), 0, true),
+        (1, 1, 64, 64, None, 3, true),
     ];
-    for (ci, &(n_head, n_head_kv, dk, dv, cap, swa)) in cases.iter().enumerate() {
+    for (ci, &(n_head, n_head_kv, dk, dv, cap, swa, with_sinks)) in cases.iter().enumerate() {
         let shape = AttnShape {
             n_head,
             n_head_kv,
@@ -151,6 +161,11 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
             .collect();
         let v_src = rand(n_pos * shape.v_row(), 21 + ci as u64);
         let q_src = rand(n_pos * n_head * dk, 31 + ci as u64);
+        // from far below the scores (no effect) to far above them (the output shrinks)
+        let sinks: Vec<f32> = (0..n_head)
+            .map(|h| [-20.0, 0.5, 8.0, -1.0, 2.0, 30.0][(h + ci) % 6])
+            .collect();
+        let sinks = with_sinks.then_some(&sinks[..]);
         let scale = 1.0 / libm::sqrtf(dk as f32);
         for k_type in KvType::ALL {
             for v_type in KvType::ALL {
@@ -196,6 +211,7 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                                 scale,
                                 softcap: cap,
                                 n_rows: rows.len(),
+                                sinks: sinks.map(|s| &s[g * group..(g + 1) * group]),
                                 blocks: None,
                             };
                             (kern.flash())(kern.f16_ops(), &tile, &mut s);
@@ -215,6 +231,7 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
                                     start..t + 1,
                                     scale,
                                     cap,
+                                    sinks.map(|s| s[h]),
                                 );
                                 let got = s.output(r);
                                 for (d, (&g, &w)) in got.iter().zip(&want).enumerate() {
