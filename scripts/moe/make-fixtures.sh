@@ -37,7 +37,7 @@ tiny() {
 upcycled() {
   local models="${SUPERINFER_MODELS:-$HOME/.cache/superinfer/models}"
   # the converter the test uses (tests/src/upcycle.rs), through its command-line front
-  (cd "$ROOT" && cargo run --quiet --release -p superinfer-tests --bin upcycle -- \
+  (cd "$ROOT" && cargo run --quiet -p superinfer-tests --bin upcycle -- \
     "$models/qwen2.5-coder-0.5b-instruct.gguf" "$models/derived/qwen2.5-0.5b-upcycled-qwen2moe.gguf")
   local m=upcycled-qwen2.5-0.5b
   mkdir -p "$OUT/$m"
