@@ -1,8 +1,13 @@
 //! Shared helpers of the integration tests: where the real models and llama.cpp fixtures
-//! live, and a writer of tiny synthetic models.
+//! live, the checks against those fixtures, a writer of tiny synthetic models and the
+//! upcycled mixture-of-experts model.
 
+pub mod agreement;
+pub mod batch;
 pub mod reference;
+pub mod sha256;
 pub mod synth;
+pub mod upcycle;
 
 use std::path::{Path, PathBuf};
 
