@@ -388,6 +388,11 @@ pub struct ServeArgs {
     /// A Jinja chat template file to use instead of the model's own.
     #[arg(long = "chat-template")]
     pub chat_template: Option<PathBuf>,
+    /// Where a chat answer's reasoning goes (gpt-oss's analysis channel, `<think>…</think>`):
+    /// `auto` or `deepseek`: `reasoning_content`; `none`: left in `content` as the model
+    /// wrote it. Requests may say otherwise with `"reasoning_format"`.
+    #[arg(long = "reasoning-format", default_value = "auto", value_parser = ["auto", "deepseek", "none"])]
+    pub reasoning_format: String,
     /// Largest request body, in MiB.
     #[arg(long = "body-limit-mib", default_value_t = 4)]
     pub body_limit_mib: usize,

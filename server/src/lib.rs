@@ -60,6 +60,9 @@ pub struct ServeOptions {
     pub alias: Option<String>,
     /// A Jinja file that replaces the model's chat template.
     pub chat_template: Option<PathBuf>,
+    /// Chat answers' reasoning in `reasoning_content` unless a request says
+    /// `"reasoning_format": "none"` (`--reasoning-format`).
+    pub extract_reasoning: bool,
     /// Largest request body in bytes.
     pub body_limit: usize,
     /// Speculative decoding by prompt lookup for requests that do not say otherwise.
@@ -89,6 +92,7 @@ pub fn serve(o: ServeOptions) -> Result<(), ServeError> {
         api_key: o.api_key.clone().filter(|k| !k.is_empty()),
         lookup: o.lookup,
         draft_max: o.draft.as_ref().map(|(_, d)| d.max),
+        extract_reasoning: o.extract_reasoning,
         metrics: Default::default(),
         ready: OnceLock::new(),
         started: SystemTime::now()

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use superinfer_runtime::core::tokenizer::Tokenizer;
 use superinfer_runtime::scheduler::{Completion, RequestError, TokenLogprob};
 use superinfer_runtime::StopReason;
+use superinfer_template::reasoning::Delta;
 
 /// Which endpoint a generation answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +164,23 @@ impl Answer {
         self.envelope(true, json!([choice]))
     }
 
+    /// The chunks a piece of the answer makes: for chat, its reasoning
+    /// (`delta.reasoning_content`, as llama-server streams it) then its content; the
+    /// log-probabilities of the token go with the first. A token that adds no text but has
+    /// log-probabilities still gets a chunk.
+    pub fn delta_chunks(&self, d: &Delta, mut logprobs: Option<Value>) -> Vec<Value> {
+        let mut out = Vec::new();
+        if self.api == Api::Chat && !d.reasoning.is_empty() {
+            let delta = json!({ "reasoning_content": d.reasoning });
+            let choice = json!({ "index": 0, "delta": delta, "logprobs": logprobs.take(), "finish_reason": null });
+            out.push(self.envelope(true, json!([choice])));
+        }
+        if !d.content.is_empty() || logprobs.is_some() && out.is_empty() {
+            out.push(self.chunk(&d.content, logprobs, None));
+        }
+        out
+    }
+
     /// The first chunk of a chat stream: the assistant's role.
     pub fn role_chunk(&self) -> Value {
         let choice = json!({
@@ -182,25 +200,32 @@ impl Answer {
         v
     }
 
-    /// A whole (non-streamed) response.
+    /// A whole (non-streamed) response; a chat message has `reasoning_content` when the
+    /// answer reasoned (as llama-server's).
     pub fn full(
         &self,
-        text: String,
+        answer: Delta,
         logprobs: Option<Value>,
         finish: &str,
         usage: Value,
         timings: Value,
     ) -> Value {
         let choice = match self.api {
-            Api::Chat => json!({
-                "index": 0,
-                "message": { "role": "assistant", "content": text },
-                "logprobs": logprobs,
-                "finish_reason": finish,
-            }),
+            Api::Chat => {
+                let mut message = json!({ "role": "assistant", "content": answer.content });
+                if !answer.reasoning.is_empty() {
+                    message["reasoning_content"] = json!(answer.reasoning);
+                }
+                json!({
+                    "index": 0,
+                    "message": message,
+                    "logprobs": logprobs,
+                    "finish_reason": finish,
+                })
+            }
             Api::Completions => json!({
                 "index": 0,
-                "text": text,
+                "text": answer.content,
                 "logprobs": logprobs,
                 "finish_reason": finish,
             }),
@@ -209,5 +234,95 @@ impl Answer {
         v["usage"] = usage;
         v["timings"] = timings;
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use superinfer_template::reasoning::{Parser, Syntax};
+
+    fn answer(api: Api) -> Answer {
+        Answer {
+            id: "x".into(),
+            created: 0,
+            model: "m".into(),
+            api,
+            prompt_tokens: 1,
+        }
+    }
+
+    /// The pieces of a gpt-oss answer as the detokenizer gives them out (one per token).
+    const HARMONY: [&str; 12] = [
+        "<|channel|>",
+        "analysis",
+        "<|message|>",
+        "Think",
+        " hard",
+        "<|end|>",
+        "<|start|>",
+        "assistant",
+        "<|channel|>",
+        "final",
+        "<|message|>",
+        "Four.",
+    ];
+
+    /// A streamed chat answer's deltas add up to the whole response's fields, reasoning in
+    /// `reasoning_content` and the final channel in `content`.
+    #[test]
+    fn streamed_deltas_add_up_to_the_whole_message() {
+        let a = answer(Api::Chat);
+        let prompt = "<|start|>user<|message|>2+2?<|end|><|start|>assistant";
+        let mut p = Parser::new(Syntax::Harmony, true, prompt);
+        let (mut reasoning, mut content) = (String::new(), String::new());
+        let mut chunks = Vec::new();
+        for piece in HARMONY {
+            chunks.extend(a.delta_chunks(&p.push(piece), None));
+        }
+        chunks.extend(a.delta_chunks(&p.finish(), None));
+        for c in &chunks {
+            let delta = &c["choices"][0]["delta"];
+            assert_eq!(c["object"], "chat.completion.chunk");
+            reasoning.push_str(delta["reasoning_content"].as_str().unwrap_or(""));
+            content.push_str(delta["content"].as_str().unwrap_or(""));
+        }
+        assert_eq!(
+            (reasoning.as_str(), content.as_str()),
+            ("Think hard", "Four.")
+        );
+        let whole = Parser::parse(Syntax::Harmony, true, prompt, &HARMONY.concat());
+        let full = a.full(whole, None, "stop", json!({}), json!({}));
+        let msg = &full["choices"][0]["message"];
+        assert_eq!(msg["reasoning_content"], "Think hard");
+        assert_eq!(msg["content"], "Four.");
+        // reasoning_format none: the raw channels in the content, no reasoning field
+        let raw = Parser::parse(Syntax::Harmony, false, prompt, &HARMONY.concat());
+        let full = a.full(raw, None, "stop", json!({}), json!({}));
+        let msg = &full["choices"][0]["message"];
+        assert!(msg.get("reasoning_content").is_none());
+        assert_eq!(
+            msg["content"],
+            "<|channel|>analysis<|message|>Think hard<|end|>Four."
+        );
+    }
+
+    #[test]
+    fn a_token_without_text_keeps_its_logprobs() {
+        let a = answer(Api::Chat);
+        let lp = json!({"content": []});
+        let chunks = a.delta_chunks(&Delta::default(), Some(lp.clone()));
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(chunks[0]["choices"][0]["logprobs"], lp);
+        assert!(a.delta_chunks(&Delta::default(), None).is_empty());
+        // completions have no reasoning field: the text is the content
+        let c = answer(Api::Completions).delta_chunks(
+            &Delta {
+                reasoning: String::new(),
+                content: "hi".into(),
+            },
+            None,
+        );
+        assert_eq!(c[0]["choices"][0]["text"], "hi");
     }
 }

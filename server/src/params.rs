@@ -1,7 +1,8 @@
 //! Request bodies. The fields every frontend shares (sampling, length, stop strings,
 //! `ignore_eos`, log-probabilities, the prompt) are parsed by `superinfer-api`, the one
 //! strict parser the npm package uses too: every mistake is a 400 naming the parameter.
-//! Here: the server's own fields, for speculative decoding per request.
+//! Here: the server's own fields, for speculative decoding per request, and llama-server's
+//! `reasoning_format`.
 
 use serde_json::{Map, Value};
 use superinfer_api::{Endpoint, Fields, GenParams};
@@ -16,6 +17,9 @@ use crate::error::ApiError;
 pub struct Params {
     pub gen: GenParams,
     pub spec: Speculation,
+    /// `reasoning_format`: whether the answer's reasoning goes to `reasoning_content`
+    /// (`auto`, `deepseek`) or stays in the content (`none`); `None`: the server's default.
+    pub extract_reasoning: Option<bool>,
 }
 
 impl Params {
@@ -23,8 +27,23 @@ impl Params {
         Ok(Params {
             gen: GenParams::parse(body, endpoint)?,
             spec: Speculation::parse(body)?,
+            extract_reasoning: reasoning_format(body)?,
         })
     }
+}
+
+fn reasoning_format(body: &Map<String, Value>) -> Result<Option<bool>, ApiError> {
+    let Some(name) = Fields(body).str("reasoning_format")? else {
+        return Ok(None);
+    };
+    superinfer_template::reasoning::extract_for_format(name)
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::from(superinfer_api::Error::param(
+                "reasoning_format",
+                format!("'reasoning_format' must be auto, deepseek or none, not '{name}'"),
+            ))
+        })
 }
 
 /// Speculative decoding: `speculative` (false turns off the server's draft model or prompt

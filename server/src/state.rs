@@ -32,6 +32,8 @@ pub struct AppState {
     pub lookup: Option<Lookup>,
     /// With a draft model (`--model-draft`): the tokens a step requests draft by default.
     pub draft_max: Option<usize>,
+    /// Chat answers' reasoning in `reasoning_content` by default (`--reasoning-format`).
+    pub extract_reasoning: bool,
     pub metrics: Metrics,
     pub ready: OnceLock<Ready>,
     /// Unix time the server started (the `created` of its model).

@@ -25,6 +25,7 @@
 mod builtin;
 mod choose;
 mod pyjson;
+pub mod reasoning;
 mod time;
 
 use std::fmt;
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 pub use builtin::{builtin_for, BUILTIN_CHATML, BUILTIN_GEMMA};
 pub use choose::{choose, choose_with_file, Override, TemplateOrigin};
+pub use reasoning::Syntax;
 
 /// One turn of a conversation, as the templates see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +134,11 @@ impl ChatTemplate {
         &self.source
     }
 
+    /// How the template's model writes its reasoning (Harmony channels, `<think>`, none).
+    pub fn syntax(&self) -> Syntax {
+        Syntax::of_template(&self.source)
+    }
+
     pub fn bos_token(&self) -> &str {
         &self.bos
     }
@@ -164,15 +171,56 @@ impl ChatTemplate {
             .env
             .get_template(NAME)
             .map_err(|e| error("the chat template", e))?;
+        let harmony = self.syntax() == Syntax::Harmony;
+        let adjusted;
+        let messages = if harmony {
+            adjusted = harmony_messages(messages);
+            &adjusted
+        } else {
+            messages
+        };
         let ctx = minijinja::context! {
             messages => Value::from(Serde(messages)),
             add_generation_prompt => add_generation_prompt,
             bos_token => self.bos.as_str(),
             eos_token => self.eos.as_str(),
         };
-        tmpl.render(ctx)
-            .map_err(|e| error("the chat template failed to render", e))
+        let mut text = tmpl
+            .render(ctx)
+            .map_err(|e| error("the chat template failed to render", e))?;
+        if harmony && !add_generation_prompt {
+            // the answer goes on after the last message: it ends with <|end|>, not with the
+            // end of generation (llama.cpp's common_chat_params_init_gpt_oss)
+            if let Some(p) = text.rfind("<|return|>") {
+                text.replace_range(p..p + "<|return|>".len(), "<|end|>");
+            }
+        }
+        Ok(text)
     }
+}
+
+/// Messages as gpt-oss's template wants them (llama.cpp's `common_chat_params_init_gpt_oss`):
+/// an assistant's `reasoning_content` is the template's `thinking`, and a message with both
+/// reasoning and tool calls drops its `content` (the template renders one or the other).
+fn harmony_messages(messages: &serde_json::Value) -> serde_json::Value {
+    let Some(list) = messages.as_array() else {
+        return messages.clone();
+    };
+    let adjust = |m: &serde_json::Value| {
+        let mut m = m.clone();
+        if let Some(obj) = m.as_object_mut() {
+            if let Some(r) = obj.get("reasoning_content").filter(|r| r.is_string()) {
+                let r = r.clone();
+                obj.insert("thinking".into(), r);
+                let calls = obj.get("tool_calls").and_then(|c| c.as_array());
+                if calls.is_some_and(|c| !c.is_empty()) {
+                    obj.remove("content");
+                }
+            }
+        }
+        m
+    };
+    serde_json::Value::Array(list.iter().map(adjust).collect())
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         api_key: a.api_key.clone(),
         alias: a.alias.clone(),
         chat_template: a.chat_template.clone(),
+        extract_reasoning: a.reasoning_format != "none",
         body_limit: a.body_limit_mib << 20,
         lookup: (a.lookup_ngram > 0).then_some(Lookup {
             ngram: a.lookup_ngram,

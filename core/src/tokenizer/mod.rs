@@ -156,6 +156,7 @@ impl Tokenizer {
         }
         eog.sort_unstable();
         eog.dedup();
+        harmony_tokens(&mut vocab, &mut eog);
 
         let mut tok = Tokenizer {
             specials: special::special_tokens(&vocab),
@@ -358,6 +359,33 @@ impl Tokenizer {
         }
         String::from_utf8_lossy(&bytes).into_owned()
     }
+}
+
+/// gpt-oss's Harmony tokens, as llama.cpp's `llama_vocab::impl::load` treats them: its
+/// structure markers are user-defined (rendered in the output, so the server can split the
+/// channels), and `<|end|>`, which ends a message but not the answer, is no end of generation
+/// where `<|return|>` and `<|call|>` are.
+fn harmony_tokens(vocab: &mut Vocab, eog: &mut Vec<u32>) {
+    for t in ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"] {
+        if let Some(i) = vocab.find_str(t) {
+            vocab.types[i as usize] = TokenType::UserDefined;
+        }
+    }
+    let in_eog = |vocab: &Vocab, t: &str| vocab.find_str(t).filter(|i| eog.contains(i));
+    if let (Some(_), Some(_), Some(end)) = (
+        in_eog(vocab, "<|return|>"),
+        in_eog(vocab, "<|call|>"),
+        in_eog(vocab, "<|end|>"),
+    ) {
+        eog.retain(|&i| i != end);
+        vocab.types[end as usize] = TokenType::UserDefined;
+    }
+}
+
+/// Byte ranges of `text`'s pre-tokenized words under `pattern` (what byte-level BPE merges
+/// independently).
+pub fn pretokenize(text: &str, pattern: Pattern) -> Vec<(usize, usize)> {
+    pretokenize::split(text, pattern)
 }
 
 /// `<0xAB>` → 0xAB

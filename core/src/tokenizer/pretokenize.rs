@@ -6,6 +6,15 @@
 //!         | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //! llama3: the same with \p{N}{1,3}
 //! gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//! gpt4o:  [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*
+//!         |\s*[\r\n]+|\s+(?!\S)|\s+
+//!         with U = `((?=[\p{L}])([^a-z]))`, L = `((?=[\p{L}])([^A-Z]))` and C the contractions
+//!         `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])`: the form llama.cpp gives
+//!         o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+...` and runs with
+//!         std::regex over text whose non-ASCII code points are collapsed to one byte per class.
+//!         So only ASCII letters have a case (any other letter is both U and L) and marks
+//!         (\p{M}) are not letters: `ÉCOLE` splits as `É` `COLE`, a combining accent starts a
+//!         new word. tests/tests/pretokenize.rs compares with llama.cpp's own splitter.
 
 use alloc::vec::Vec;
 
@@ -16,6 +25,8 @@ pub enum Pattern {
     Gpt2,
     Llama3,
     Qwen2,
+    /// o200k (gpt-oss, GPT-4o): cased words, digits by three, `/` after punctuation.
+    Gpt4o,
 }
 
 impl Pattern {
@@ -28,6 +39,7 @@ impl Pattern {
             "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "pixtral" | "smaug-bpe"
             | "exaone" | "granite" => Pattern::Llama3,
             "qwen2" | "deepseek-r1-qwen" | "qwen35" | "megrez" | "hunyuan" => Pattern::Qwen2,
+            "gpt-4o" | "llama4" | "minimax-m2" | "kanana2" | "talkie" => Pattern::Gpt4o,
             _ => return None,
         })
     }
@@ -98,9 +110,59 @@ fn whitespace(s: &Chars<'_>, i: usize, newline_alt: bool) -> Option<usize> {
     Some(end)
 }
 
+/// gpt-4o's letter alternatives from `q` (a letter): `U*L+` if it matches, else `U+L*`, then an
+/// optional contraction; returns the end. U is a letter other than a-z, L a letter other than
+/// A-Z (so a non-ASCII letter is both), matched as the backtracking regex does: U* takes the
+/// whole U run; if a-z follows, L+ takes the L run after it; else U* gives back letters until
+/// L+ can take one, which only a non-ASCII letter allows (its U run ends the word there); with
+/// none, `U+L*` takes the U run (L* is then empty: no letter follows it).
+fn cased_word(s: &Chars<'_>, q: usize) -> usize {
+    let upper = |c: char| !c.is_ascii_lowercase() && is_letter(c);
+    let lower = |c: char| !c.is_ascii_uppercase() && is_letter(c);
+    let u = s.run(q, upper);
+    let end = if s.at(u).is_some_and(|c| c.is_ascii_lowercase()) {
+        s.run(u, lower)
+    } else if let Some(j) = (q..u)
+        .rev()
+        .find(|&j| s.at(j).is_some_and(|c| !c.is_ascii()))
+    {
+        j + 1
+    } else {
+        u
+    };
+    contraction(s, end, true).unwrap_or(end)
+}
+
 fn next_word(s: &Chars<'_>, i: usize, p: Pattern) -> usize {
     let c = s.at(i).unwrap_or(' ');
     match p {
+        Pattern::Gpt4o => {
+            // [^\r\n\p{L}\p{N}]? before the letter alternatives
+            if is_letter(c) {
+                return cased_word(s, i);
+            }
+            if !is_newline(c) && !is_number(c) && s.at(i + 1).is_some_and(is_letter) {
+                return cased_word(s, i + 1);
+            }
+            if is_number(c) {
+                let mut e = i + 1;
+                while e - i < 3 && s.at(e).is_some_and(is_number) {
+                    e += 1;
+                }
+                return e;
+            }
+            // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+            let start = if c == ' ' && s.at(i + 1).is_some_and(is_other) {
+                i + 1
+            } else {
+                i
+            };
+            if s.at(start).is_some_and(is_other) {
+                let e = s.run(start, is_other);
+                return s.run(e, |c| is_newline(c) || c == '/');
+            }
+            whitespace(s, i, true).unwrap_or(i + 1)
+        }
         Pattern::Qwen2 | Pattern::Llama3 => {
             if let Some(e) = contraction(s, i, true) {
                 return e;
@@ -211,9 +273,26 @@ mod tests {
     }
 
     #[test]
+    fn gpt4o_splits_on_ascii_case_only() {
+        assert_eq!(
+            words("XMLHttpRequest DON'T ÉCOLE École", Pattern::Gpt4o),
+            ["XMLHttp", "Request", " DON'T", " É", "COLE", " École"]
+        );
+        assert_eq!(
+            words("12345 a/b */\n/x", Pattern::Gpt4o),
+            ["123", "45", " a", "/b", " */\n/", "x"]
+        );
+    }
+
+    #[test]
     fn words_cover_the_text_exactly() {
         let t = "  mixed\t\ttext — with “quotes”, émojis 😀👍🏽 and 3.14\r\n\r\n end  ";
-        for p in [Pattern::Qwen2, Pattern::Llama3, Pattern::Gpt2] {
+        for p in [
+            Pattern::Qwen2,
+            Pattern::Llama3,
+            Pattern::Gpt2,
+            Pattern::Gpt4o,
+        ] {
             let w = words(t, p);
             assert_eq!(w.concat(), t);
             assert!(w.iter().all(|x| !x.is_empty()));

@@ -162,6 +162,11 @@ fn encode_prompt_parses_specials_and_adds_bos_once() {
 }
 
 fn bpe() -> Tokenizer {
+    bpe_with("qwen2", &["<|im_end|>"])
+}
+
+/// A byte-level BPE with the pre-tokenizer `pre` and the control tokens `controls`.
+fn bpe_with(pre: &str, controls: &[&str]) -> Tokenizer {
     let map = bpe::ByteMap::new();
     let mut tokens: Vec<String> = (0..=255u8)
         .map(|b| {
@@ -180,12 +185,14 @@ fn bpe() -> Tokenizer {
     for (l, r) in &merges {
         tokens.push(alloc::format!("{l}{r}"));
     }
-    tokens.push("<|im_end|>".into());
     let mut types = vec![1i32; tokens.len()];
-    *types.last_mut().unwrap() = 3;
+    for c in controls {
+        tokens.push(c.to_string());
+        types.push(3);
+    }
     let mut w = GgufWriter::new();
     w.meta("tokenizer.ggml.model", MetaValue::String("gpt2".into()))
-        .meta("tokenizer.ggml.pre", MetaValue::String("qwen2".into()))
+        .meta("tokenizer.ggml.pre", MetaValue::String(pre.into()))
         .meta("tokenizer.ggml.tokens", MetaValue::strings(tokens))
         .meta("tokenizer.ggml.token_type", MetaValue::i32s(types))
         .meta(
@@ -241,4 +248,73 @@ fn unknown_tokenizer_model_is_an_error() {
         Tokenizer::from_gguf(&GgufFile::parse(&bytes).unwrap()),
         Err(Error::Tokenizer(_))
     ));
+}
+
+#[test]
+fn harmony_markers_are_rendered_and_only_return_and_call_end_generation() {
+    let marks = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>"];
+    let t = bpe_with(
+        "gpt-4o",
+        &[
+            marks[0],
+            marks[1],
+            marks[2],
+            marks[3],
+            "<|return|>",
+            "<|call|>",
+        ],
+    );
+    let id = |s: &str| t.vocab().find_str(s).unwrap();
+    for m in marks {
+        // user-defined: rendered without `special`, parsed without `parse_special`
+        assert_eq!(t.token_to_piece(id(m), false), m.as_bytes(), "{m}");
+        assert!(!t.is_eog(id(m)) && !t.is_control(id(m)), "{m}");
+        assert_eq!(t.encode(m, false, false).unwrap(), vec![id(m)]);
+    }
+    for m in ["<|return|>", "<|call|>"] {
+        assert!(t.is_eog(id(m)) && t.is_control(id(m)), "{m}");
+        assert_eq!(t.token_to_piece(id(m), false), b"");
+    }
+    // without <|return|> and <|call|> (not Harmony), <|end|> still ends generation
+    let t = bpe_with("gpt-4o", &["<|end|>"]);
+    assert!(t.is_eog(t.vocab().find_str("<|end|>").unwrap()));
+}
+
+/// The code point classes the pre-tokenizers use are llama.cpp's (its unicode-data.cpp, dumped
+/// by tests/fixtures/pretokenize/harness.cpp), for every code point.
+#[test]
+fn unicode_classes_are_llama_cpps() {
+    let json = include_str!("../../../tests/fixtures/pretokenize/classes.json");
+    let mut want = vec![b'O'; 0x110000];
+    let body = json.trim().trim_start_matches("[[").trim_end_matches("]]");
+    for range in body.split("],[") {
+        let f: Vec<&str> = range.split(',').collect();
+        let (a, b): (usize, usize) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        let class = f[2].trim_matches('"').as_bytes()[0];
+        want[a..=b].fill(class);
+    }
+    let mut wrong = Vec::new();
+    for (cp, &w) in want.iter().enumerate() {
+        let Some(c) = char::from_u32(cp as u32) else {
+            continue;
+        };
+        let got = if unicode::is_whitespace(c) {
+            b'S'
+        } else if unicode::is_letter(c) {
+            b'L'
+        } else if unicode::is_number(c) {
+            b'N'
+        } else {
+            b'O'
+        };
+        if got != w {
+            wrong.push((cp, got as char, w as char));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} differ, first {:x?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(8)]
+    );
 }

@@ -19,6 +19,7 @@ use superinfer_api::Endpoint;
 use superinfer_runtime::scheduler::{
     Completion, Event, EventSink, Request, RequestError, Ticket, TokenLogprob, TEXT_ONLY,
 };
+use superinfer_template::reasoning::{Delta, Parser, Syntax};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::{blocking, body};
@@ -46,18 +47,20 @@ pub async fn chat(
     let t0 = Instant::now();
     let raw = body(raw)?;
     let s = st.clone();
-    let (prompt, p) = blocking(move || {
+    let (prompt, p, parser) = blocking(move || {
         let (obj, p) = request(&s, &raw, Endpoint::Chat)?;
         let messages = params::messages(&obj)?;
-        let text = s
-            .ready()?
-            .template
+        let template = &s.ready()?.template;
+        let text = template
             .render_json(&messages, true)
             .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
-        Ok((encode(&s, &text)?, p))
+        // the answer's reasoning and content, split as the template's model writes them
+        let extract = p.extract_reasoning.unwrap_or(s.extract_reasoning);
+        let parser = Parser::new(template.syntax(), extract, &text);
+        Ok((encode(&s, &text)?, p, parser))
     })
     .await?;
-    generate(st, prompt, p, Api::Chat, t0, note.map(|n| n.0)).await
+    generate(st, prompt, p, parser, Api::Chat, t0, note.map(|n| n.0)).await
 }
 
 pub async fn completions(
@@ -77,7 +80,17 @@ pub async fn completions(
         Ok((prompt, p))
     })
     .await?;
-    generate(st, prompt, p, Api::Completions, t0, note.map(|n| n.0)).await
+    let plain = Parser::new(Syntax::Plain, false, "");
+    generate(
+        st,
+        prompt,
+        p,
+        plain,
+        Api::Completions,
+        t0,
+        note.map(|n| n.0),
+    )
+    .await
 }
 
 /// A generation request's body and its shared parameters, once the model is loaded and the
@@ -119,6 +132,8 @@ struct Run {
     _ticket: Ticket,
     rx: UnboundedReceiver<Event>,
     answer: Answer,
+    /// Splits the text into reasoning and content (all content for completions).
+    parser: Parser,
     t0: Instant,
     last: Option<Instant>,
     /// Tokens generated so far (events with a token of their own).
@@ -193,6 +208,7 @@ async fn generate(
     st: Arc<AppState>,
     prompt: Vec<u32>,
     p: Params,
+    parser: Parser,
     api: Api,
     t0: Instant,
     note: Option<RequestNote>,
@@ -241,6 +257,7 @@ async fn generate(
         _ticket: ticket,
         rx,
         answer,
+        parser,
         t0,
         last: None,
         generated: 0,
@@ -281,7 +298,11 @@ fn logprobs_value(api: Api, run: &Run, lps: &[(u32, TokenLogprob)], offset: usiz
 }
 
 async fn collect(mut run: Run, first: Event) -> Result<Response, ApiError> {
-    let mut text = String::new();
+    let mut text = Delta::default();
+    let mut add = |d: Delta| {
+        text.reasoning.push_str(&d.reasoning);
+        text.content.push_str(&d.content);
+    };
     let mut lps = Vec::new();
     let mut ev = first;
     loop {
@@ -292,13 +313,14 @@ async fn collect(mut run: Run, first: Event) -> Result<Response, ApiError> {
                 logprob,
             } => {
                 run.on_token(id);
-                text.push_str(&t);
+                add(run.parser.push(&t));
                 if let Some(lp) = logprob {
                     lps.push((id, *lp));
                 }
             }
             Event::Done(c) => {
                 run.on_done(&c);
+                add(run.parser.finish());
                 let logprobs = run
                     .want_logprobs
                     .then(|| logprobs_value(run.answer.api, &run, &lps, 0));
@@ -344,13 +366,17 @@ impl Streaming {
                     logprobs_value(self.run.answer.api, &self.run, &[(id, *lp)], self.offset)
                 });
                 self.offset += text.len();
-                if !text.is_empty() || lps.is_some() {
-                    let chunk = self.run.answer.chunk(&text, lps, None);
+                let d = self.run.parser.push(&text);
+                for chunk in self.run.answer.delta_chunks(&d, lps) {
                     self.queue.push_back(data(&chunk));
                 }
             }
             Event::Done(c) => {
                 self.run.on_done(&c);
+                let d = self.run.parser.finish();
+                for chunk in self.run.answer.delta_chunks(&d, None) {
+                    self.queue.push_back(data(&chunk));
+                }
                 let a = &self.run.answer;
                 let last = a.chunk("", None, Some(openai::finish_reason(c.stop)));
                 self.queue.push_back(data(&last));
