@@ -17,7 +17,9 @@ use std::path::PathBuf;
 
 use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::{Engine, SessionOptions};
-use superinfer_tests::agreement::{self, greedy_matches, load, sequence, teacher_forced_agrees};
+use superinfer_tests::agreement::{
+    self, greedy_matches_or_reference, load, sequence, teacher_forced_agrees,
+};
 use superinfer_tests::batch::check_invariance;
 use superinfer_tests::upcycle::upcycled_qwen05b;
 use superinfer_tests::*;
@@ -61,7 +63,13 @@ fn agrees(path: &std::path::Path, name: &str, threads: usize) {
     );
     let c = cases(name);
     teacher_forced_agrees(&e, &c, &label);
-    greedy_matches(&e, &c, &label);
+    // the f64 reference knows the tiny softmax-routed mixtures (not gpt-oss's sinks and
+    // YaRN; the upcycled 0.5B model would take it minutes)
+    let bytes = std::fs::read(path).unwrap();
+    let exact = ["qwen3moe", "qwen2moe", "mixtral"]
+        .contains(&name)
+        .then_some(&bytes[..]);
+    greedy_matches_or_reference(&e, &c, &label, exact);
 }
 
 /// Every fixture prompt run alone, together and chunked gives bit-identical logits: the
@@ -226,5 +234,8 @@ fn upcycled_equals_dense() {
          model's function",
         rate * 100.0
     );
-    assert!(mean_kl <= 0.01, "mean KL {mean_kl} > 0.01 from the dense model");
+    assert!(
+        mean_kl <= 0.01,
+        "mean KL {mean_kl} > 0.01 from the dense model"
+    );
 }
