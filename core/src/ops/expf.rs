@@ -6,7 +6,9 @@
 //! `x·32/ln2 = k + r` (k rounded to nearest by adding 1.5·2^52), `e^x = 2^(k/32) · 2^(r/32)`:
 //! the first factor from a table of 2^(i/32) with `k / 32` added to its exponent, the second
 //! a degree-3 polynomial, all in f64, rounded once to f32. The table holds the nearest f64
-//! to 2^(i/32) less `i << 47` (computed for this file at 60 digits).
+//! to 2^(i/32) less `i << 47` (computed for this file at 60 digits). Over all 2^32 inputs it
+//! gives glibc 2.36's bits on an x86-64 with FMA but for two (x ≈ 32.56 and x ≈ -63.1,
+//! one ulp each): glibc picks a build of the same code there whose polynomial is fused.
 
 /// 2^(i/32) as f64 bits, less `i << 47` (so that adding `k << 47` puts `k / 32` in the
 /// exponent).
