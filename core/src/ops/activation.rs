@@ -22,7 +22,7 @@ pub const SWIGLU_OAI_LIMIT: f32 = 7.0;
 /// `gate = x / (1 + e^(alpha · -x)) · (y + 1)` with `x = min(gate, limit)` and `y =
 /// clamp(up, -limit, limit)`, in ggml-cpu's order of operations
 /// (`ggml_compute_forward_swiglu_oai_f32`; `std::min` and `std::clamp`, so a NaN input
-/// stays NaN).
+/// stays NaN) with glibc's `expf` ([`super::expf`]): the pinned build's bits.
 pub fn swiglu_oai_with(gate: &mut [f32], up: &[f32], alpha: f32, limit: f32) {
     for (g, &u) in gate.iter_mut().zip(up) {
         // std::min(g, limit): limit < g ? limit : g
@@ -35,7 +35,7 @@ pub fn swiglu_oai_with(gate: &mut [f32], up: &[f32], alpha: f32, limit: f32) {
         } else {
             u
         };
-        let glu = x / (1.0 + libm::expf(alpha * -x));
+        let glu = x / (1.0 + super::expf::expf(alpha * -x));
         *g = glu * (y + 1.0);
     }
 }
@@ -121,6 +121,16 @@ mod tests {
         let mut one = [1.0f32];
         swiglu_oai(&mut one, &[0.0]);
         assert!((one[0] - 0.845_796).abs() < 1e-6, "{}", one[0]);
+        // bits the pinned llama.cpp build's `ggml_swiglu_oai` gives (glibc's expf; libm's
+        // would differ in the last bit at the first two)
+        for (g, u, bits) in [
+            (-14.0f32 + 0.00731, 9.0f32 - 0.00457, 0xb1ae9cc5u32),
+            (-14.0 + 9.0 * 0.00731, 9.0 - 9.0 * 0.00457, 0xb1c0148e),
+        ] {
+            let mut y = [g];
+            swiglu_oai(&mut y, &[u]);
+            assert_eq!(y[0].to_bits(), bits, "swiglu_oai({g}, {u})");
+        }
         // up = -1 zeroes the output whatever the gate; a NaN stays NaN (std::min/clamp)
         let mut z = [5.0f32, f32::NAN, 1.0];
         swiglu_oai(&mut z, &[-1.0, 1.0, f32::NAN]);

@@ -5,6 +5,7 @@ pub mod activation;
 pub mod aligned;
 pub mod attention;
 pub mod exp;
+pub mod expf;
 pub mod matmul;
 pub mod norm;
 pub mod rope;

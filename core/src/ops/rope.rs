@@ -47,7 +47,7 @@ impl Yarn {
     /// `mscale(factor) / (1 + 0.1 ln factor) · rope_attn_factor`, whose division cancels
     /// the `1 + 0.1 ln(1/freq_scale)` that [`rope_cache`] multiplies in again (so cos and
     /// sin end up scaled by about `1 + 0.1 ln factor`). The float operations are
-    /// llama.cpp's, in its order.
+    /// llama.cpp's, in its order, unfused (libllama is built for baseline x86-64).
     pub fn new(freq_scale: f32, n_ctx_orig: usize, rope_attn_factor: f32) -> Yarn {
         let factor = 1.0 / freq_scale;
         let mscale = if factor <= 1.0 {
@@ -104,13 +104,18 @@ impl RopeFreqs<'_> {
     fn mscale(&self) -> f32 {
         let mut mscale = self.yarn.attn_factor;
         if self.yarn.ext_factor != 0.0 {
-            mscale *= 1.0 + 0.1 * libm::logf(1.0 / self.freq_scale);
+            // `1 + 0.1 ln(1/freq_scale)`, fused as GCC compiles ggml-cpu (see `angle`)
+            mscale *= libm::fmaf(0.1, libm::logf(1.0 / self.freq_scale), 1.0);
         }
         mscale
     }
 
     /// The angle of pair `i` given its unscaled angle `theta` (position times the pair's
-    /// frequency): ggml's `rope_yarn` without the cos and sin.
+    /// frequency): ggml's `rope_yarn` without the cos and sin. The mix is one fused
+    /// multiply-add, `fma(interp, 1 - mix, extrap · mix)`, as GCC contracts ggml-cpu's
+    /// `theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix` on x86-64 with FMA (the
+    /// pinned build's `ggml_rope_ext` gives these bits for every pair and position tested;
+    /// the unfused sum differs in the last bit now and then).
     #[inline]
     fn angle(&self, theta: f32, i: usize, corr: [f32; 2]) -> f32 {
         let ff = self
@@ -123,7 +128,7 @@ impl RopeFreqs<'_> {
             return theta_interp;
         }
         let ramp_mix = yarn_ramp(corr, i) * self.yarn.ext_factor;
-        theta_interp * (1.0 - ramp_mix) + theta_extrap * ramp_mix
+        libm::fmaf(theta_interp, 1.0 - ramp_mix, theta_extrap * ramp_mix)
     }
 }
 
@@ -366,6 +371,43 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Bits the pinned llama.cpp build's `ggml_rope_ext` gives (run on vectors of ones, so
+    /// its output is its cos and sin table) at pairs inside the ramp, where an unfused mix
+    /// of the angles would round differently: gpt-oss's parameters, and base 10^4 with
+    /// factor 4 over 2048 positions. (Elsewhere the tables agree with it but where `libm`'s
+    /// `cosf` / `sinf` round differently from glibc's: 6 of 1,536 values, by 1–2 ulp.)
+    #[test]
+    fn yarn_matches_pinned_ggml_bits() {
+        let other = RopeFreqs {
+            n_rot: 64,
+            base: 10_000.0,
+            freq_scale: 0.25,
+            freq_factors: None,
+            yarn: Yarn::new(0.25, 2048, 1.0),
+        };
+        // (parameters, position, pair, cos or sin, bits)
+        let want = [
+            (gpt_oss(), 4095, 15, 0, 0x3e9af91e),
+            (gpt_oss(), 4095, 15, 1, 0xbfa7f35d),
+            (gpt_oss(), 4095, 17, 0, 0x3f4d222c),
+            (gpt_oss(), 20000, 16, 0, 0x3f493dc0),
+            (gpt_oss(), 20000, 16, 1, 0xbf8bf153),
+            (gpt_oss(), 20000, 17, 0, 0xbe52bd1d),
+            (gpt_oss(), 20000, 17, 1, 0xbfaa5628),
+            (other, 17, 12, 1, 0x3eea4404),
+            (other, 4095, 11, 0, 0xbe2910be),
+            (other, 4095, 11, 1, 0xbf90344a),
+            (other, 131071, 14, 0, 0xbf8a7696),
+            (other, 131071, 14, 1, 0xbeb5f69c),
+        ];
+        for (r, pos, pair, which, bits) in want {
+            let (mut c, mut s) = ([0.0f32; 32], [0.0f32; 32]);
+            rope_cache(pos, &r, &mut c, &mut s);
+            let got = [c[pair], s[pair]][which];
+            assert_eq!(got.to_bits(), bits, "pos {pos} pair {pair}: {got}");
         }
     }
 
