@@ -68,6 +68,15 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A JSON object.
+    pub fn map(&self, name: &str) -> Result<Option<&'a Map<String, Value>>, Error> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Object(o)) => Ok(Some(o)),
+            Some(v) => Err(wrong_type(name, "an object", v)),
+        }
+    }
+
     /// A number within `[lo, hi]`.
     pub fn num(&self, name: &str, lo: f64, hi: f64) -> Result<Option<f32>, Error> {
         match self.get(name) {

@@ -20,6 +20,9 @@ pub struct Params {
     /// `reasoning_format`: whether the answer's reasoning goes to `reasoning_content`
     /// (`auto`, `deepseek`) or stays in the content (`none`); `None`: the server's default.
     pub extract_reasoning: Option<bool>,
+    /// More variables for the chat template: `chat_template_kwargs`, and `reasoning_effort`
+    /// (gpt-oss's `Reasoning: low|medium|high`), as llama-server sets them.
+    pub template_vars: Map<String, Value>,
 }
 
 impl Params {
@@ -28,8 +31,30 @@ impl Params {
             gen: GenParams::parse(body, endpoint)?,
             spec: Speculation::parse(body)?,
             extract_reasoning: reasoning_format(body)?,
+            template_vars: template_vars(body)?,
         })
     }
+}
+
+/// A request's variables for the chat template, as llama-server's
+/// `oaicompat_chat_params_parse` makes them: the `chat_template_kwargs` object, then
+/// `reasoning_effort` as `reasoning_effort` and `reasoning_strength` (`"none"` instead turns
+/// thinking off: `enable_thinking` false).
+pub fn template_vars(body: &Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+    let f = Fields(body);
+    let mut vars = f.map("chat_template_kwargs")?.cloned().unwrap_or_default();
+    match f.str("reasoning_effort")? {
+        Some("none") => {
+            vars.remove("reasoning_effort");
+            vars.insert("enable_thinking".into(), Value::Bool(false));
+        }
+        Some(e) if !e.is_empty() => {
+            vars.insert("reasoning_effort".into(), e.into());
+            vars.insert("reasoning_strength".into(), e.into());
+        }
+        _ => {}
+    }
+    Ok(vars)
 }
 
 fn reasoning_format(body: &Map<String, Value>) -> Result<Option<bool>, ApiError> {

@@ -167,6 +167,18 @@ impl ChatTemplate {
         messages: &serde_json::Value,
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
+        self.render_with(messages, add_generation_prompt, &serde_json::Map::new())
+    }
+
+    /// [`ChatTemplate::render_json`] with more variables for the template (a request's
+    /// `chat_template_kwargs`, gpt-oss's `reasoning_effort`), set over the usual ones as
+    /// llama.cpp sets its `extra_context`.
+    pub fn render_with(
+        &self,
+        messages: &serde_json::Value,
+        add_generation_prompt: bool,
+        vars: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, TemplateError> {
         let tmpl = self
             .env
             .get_template(NAME)
@@ -184,6 +196,12 @@ impl ChatTemplate {
             add_generation_prompt => add_generation_prompt,
             bos_token => self.bos.as_str(),
             eos_token => self.eos.as_str(),
+        };
+        let ctx = if vars.is_empty() {
+            ctx
+        } else {
+            // the first context that has a name gives its value
+            minijinja::context! { ..Value::from(Serde(vars)), ..ctx }
         };
         let mut text = tmpl
             .render(ctx)

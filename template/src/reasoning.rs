@@ -155,7 +155,7 @@ impl Parser {
             Syntax::Plain => {}
             Syntax::Harmony => p.state = State::Header,
             Syntax::Think => {
-                let opened = prompt.trim_end().ends_with(THINK_OPEN);
+                let opened = prompt.trim_end_matches(is_space).ends_with(THINK_OPEN);
                 p.state = if !extract {
                     if opened {
                         // llama-server parses the answer after the generation prompt's tail
@@ -208,7 +208,7 @@ impl Parser {
                 State::Header if !self.seen_message => d.content.push_str(&rest),
                 State::Header | State::Between => {}
                 // (the final step consumes every other state's text)
-                _ => d.content.push_str(rest.trim_start()),
+                _ => d.content.push_str(rest.trim_start_matches(is_space)),
             }
         }
         if self.syntax == Syntax::Harmony && self.reasoning_started {
@@ -283,7 +283,7 @@ impl Parser {
                 }
             }
             State::Opening => {
-                let t = self.pending.trim_start();
+                let t = self.pending.trim_start_matches(is_space);
                 if let Some(rest) = t.strip_prefix(THINK_OPEN) {
                     self.pending = rest.to_string();
                     self.state = State::Thinking;
@@ -314,7 +314,7 @@ impl Parser {
             State::Content => {
                 let mut text = std::mem::take(&mut self.pending);
                 if self.syntax == Syntax::Think && self.extract && !self.content_started {
-                    text = text.trim_start().to_string();
+                    text = text.trim_start_matches(is_space).to_string();
                 }
                 self.content_started |= !text.is_empty();
                 d.content.push_str(&text);
@@ -363,7 +363,7 @@ impl Parser {
                 // ends, Harmony drops reasoning that is only whitespace
                 let harmony = self.syntax == Syntax::Harmony;
                 for c in text.chars() {
-                    if !c.is_whitespace() {
+                    if !is_space(c) {
                         d.reasoning.push_str(&self.held_ws);
                         self.held_ws.clear();
                         d.reasoning.push(c);
@@ -375,6 +375,11 @@ impl Parser {
             }
         }
     }
+}
+
+/// C's `isspace` in the "C" locale, which llama.cpp's parsers trim with.
+fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r')
 }
 
 /// How much of `text` can be given out: all but a tail that could begin one of `markers`.

@@ -97,3 +97,22 @@ fn channel_markers_in_a_message_are_refused() {
     let e = template().render_json(&msgs, true).unwrap_err();
     assert!(e.0.contains("<|channel|> tags"), "{e}");
 }
+
+#[test]
+fn reasoning_effort_and_kwargs_reach_the_template() {
+    let msgs = json!([{"role": "user", "content": "Hi"}]);
+    let vars = json!({"reasoning_effort": "high", "model_identity": "You are Bob."});
+    let out = template()
+        .render_with(&msgs, true, vars.as_object().unwrap())
+        .unwrap();
+    let want = system_block()
+        .replace("Reasoning: medium", "Reasoning: high")
+        .replace(
+            "You are ChatGPT, a large language model trained by OpenAI.",
+            "You are Bob.",
+        );
+    assert_eq!(
+        out,
+        format!("{want}<|start|>user<|message|>Hi<|end|><|start|>assistant")
+    );
+}

@@ -16,6 +16,8 @@ import pytest
 from serverlib import sse_events, start_server
 
 THINK_TEMPLATE = (
+    "{% if reasoning_effort is defined %}[effort={{ reasoning_effort }}]{% endif %}"
+    "{% if enable_thinking is defined and not enable_thinking %}[thinking off]{% endif %}"
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
 )
@@ -90,3 +92,25 @@ def test_a_model_that_does_not_think_has_no_reasoning_field(server, model):
     assert r.status_code == 200, r.text
     msg = r.json()["choices"][0]["message"]
     assert "reasoning_content" not in msg and msg["content"], msg
+
+
+@pytest.mark.parametrize("extra, want", [
+    ({}, ""),
+    ({"reasoning_effort": "high"}, "[effort=high]"),
+    ({"chat_template_kwargs": {"reasoning_effort": "low"}}, "[effort=low]"),
+    # the request's field over the kwarg, as llama-server
+    ({"chat_template_kwargs": {"reasoning_effort": "low"}, "reasoning_effort": "high"}, "[effort=high]"),
+    ({"chat_template_kwargs": {"reasoning_effort": "low"}, "reasoning_effort": "none"}, "[thinking off]"),
+])
+def test_reasoning_effort_and_template_kwargs_reach_the_template(think_server, extra, want):
+    r = think_server.post("/apply-template", {"messages": MESSAGES, **extra})
+    assert r.status_code == 200, r.text
+    prompt = r.json()["prompt"]
+    assert prompt.startswith(want + "<|im_start|>user\n"), prompt
+
+
+def test_template_kwargs_must_be_an_object(think_server):
+    r = think_server.post("/v1/chat/completions", {"messages": MESSAGES, "chat_template_kwargs": 3})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == "chat_template_kwargs" and err["code"] == "invalid_type", err

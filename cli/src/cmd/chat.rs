@@ -2,6 +2,11 @@
 //! conversation with the model's chat template and evaluates only what the cache does not
 //! hold yet (the new turn), so answers start as fast as the new text allows.
 //!
+//! A model that thinks (gpt-oss's Harmony analysis channel, `<think>…</think>`) has its
+//! reasoning printed on stderr and its answer on stdout; only the answer goes back into the
+//! conversation (gpt-oss's template refuses channel markers in a message, and both formats'
+//! templates drop earlier turns' reasoning).
+//!
 //! Line editing and history come from rustyline; Ctrl-C stops an answer (and clears the
 //! line at the prompt), Ctrl-D ends the chat.
 
@@ -16,6 +21,7 @@ use rustyline::DefaultEditor;
 use superinfer_runtime::core::sampler::Sampler;
 use superinfer_runtime::speculative::DynDrafter;
 use superinfer_runtime::{Engine, Session, StopReason};
+use superinfer_template::reasoning::{Delta, Parser};
 use superinfer_template::{choose_with_file, ChatTemplate, Message};
 
 use crate::args::ChatArgs;
@@ -140,7 +146,8 @@ struct Turn<'a> {
 }
 
 impl Turn<'_> {
-    /// Generates the assistant's next turn, printing it as it comes; returns its text.
+    /// Generates the assistant's next turn, printing it as it comes; returns its answer
+    /// (without its reasoning).
     fn answer(
         &self,
         session: &mut Session<'_>,
@@ -169,11 +176,25 @@ impl Turn<'_> {
         let same = session.keep_prefix(&tokens);
         let mut reply = String::new();
         let mut out = std::io::stdout().lock();
+        let mut parser = Parser::new(self.template.syntax(), true, &prompt);
+        // reasoning, then a line break before the answer
+        let mut thinking = false;
+        let mut show = |d: Delta, out: &mut std::io::StdoutLock<'_>| {
+            if !d.reasoning.is_empty() {
+                eprint!("{}", d.reasoning);
+                thinking = true;
+            }
+            if thinking && !d.content.is_empty() {
+                eprintln!();
+                thinking = false;
+            }
+            reply.push_str(&d.content);
+            let _ = out.write_all(d.content.as_bytes());
+            let _ = out.flush();
+        };
         let stats = session
             .generate_with(&tokens[same..], &max.into(), sampler, drafter, |ev| {
-                reply.push_str(ev.text);
-                let _ = out.write_all(ev.text.as_bytes());
-                let _ = out.flush();
+                show(parser.push(ev.text), &mut out);
                 if interrupted.load(Ordering::Relaxed) {
                     ControlFlow::Break(())
                 } else {
@@ -181,6 +202,7 @@ impl Turn<'_> {
                 }
             })
             .map_err(|e| e.to_string())?;
+        show(parser.finish(), &mut out);
         let _ = writeln!(out);
         let rate = super::spec::rate;
         let why = match stats.stop {

@@ -52,7 +52,7 @@ pub async fn chat(
         let messages = params::messages(&obj)?;
         let template = &s.ready()?.template;
         let text = template
-            .render_json(&messages, true)
+            .render_with(&messages, true, &p.template_vars)
             .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
         // the answer's reasoning and content, split as the template's model writes them
         let extract = p.extract_reasoning.unwrap_or(s.extract_reasoning);

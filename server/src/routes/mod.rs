@@ -165,9 +165,10 @@ pub async fn apply_template(
         let r = st.ready()?;
         let messages = params::messages(&obj)?;
         let add = Fields(&obj).bool("add_generation_prompt")?.unwrap_or(true);
+        let vars = params::template_vars(&obj)?;
         let prompt = r
             .template
-            .render_json(&messages, add)
+            .render_with(&messages, add, &vars)
             .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
         Ok(Json(json!({ "prompt": prompt })).into_response())
     })
