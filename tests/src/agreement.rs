@@ -13,7 +13,7 @@ use crate::{argmax, ids, log_softmax};
 /// llama.cpp's top-2 log-probs closer than this make its argmax a near-tie.
 pub const TIE: f64 = 0.05;
 
-/// Loads a model with `threads` workers; a load error fails the test with its message.
+/// Loads a model with `threads` workers; a load error fails the test with its causes.
 pub fn load(path: &Path, threads: usize) -> Engine {
     Engine::load(
         path,
@@ -22,7 +22,7 @@ pub fn load(path: &Path, threads: usize) -> Engine {
             ..Default::default()
         },
     )
-    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    .unwrap_or_else(|e| panic!("{}", superinfer_runtime::chain(&e)))
 }
 
 /// `positions[i] = {pos, top: [[id, logprob], ...]}`

@@ -15,6 +15,7 @@
 //! biases, NEOX rope, head_dim = n_embd / n_head).
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use superinfer_runtime::core::gguf::{GgufFile, GgufWriter, MetaValue};
 
@@ -131,6 +132,9 @@ pub fn upcycle(dense: &[u8]) -> Result<Vec<u8>, String> {
 /// The upcycled Qwen2.5-0.5B in `models_dir()/derived/`, made once from the dense model (which
 /// must be there: `scripts/fetch-models.sh qwen2.5-0.5b`) and reused.
 pub fn upcycled_qwen05b() -> PathBuf {
+    // the tests of one binary run on threads of one process: one writes, the others wait
+    static MAKING: Mutex<()> = Mutex::new(());
+    let _making = MAKING.lock().unwrap_or_else(|e| e.into_inner());
     let dst = crate::models_dir()
         .join("derived")
         .join("qwen2.5-0.5b-upcycled-qwen2moe.gguf");
@@ -142,7 +146,8 @@ pub fn upcycled_qwen05b() -> PathBuf {
     dst
 }
 
-/// Writes `bytes` to `dst` through a temporary file and a rename (tests may race).
+/// Writes `bytes` to `dst` through a temporary file and a rename, so that no reader (another
+/// test process) sees a partial file.
 pub fn write_atomic(dst: &std::path::Path, bytes: &[u8]) {
     std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
     let tmp = dst.with_extension(format!("tmp{}", std::process::id()));

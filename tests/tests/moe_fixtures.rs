@@ -14,6 +14,7 @@
 //! threads; logits that do not depend on what shares the step (`superinfer_tests::batch`).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::{Engine, SessionOptions};
@@ -150,17 +151,21 @@ const UPCYCLED: &str = "upcycled-qwen2.5-0.5b";
 /// The upcycled Qwen2.5-0.5B, made (once) by this repository's converter and checked to be
 /// byte for byte the file the fixture was made from.
 fn upcycled() -> PathBuf {
-    let p = upcycled_qwen05b();
-    let bytes = std::fs::read(&p).unwrap();
+    static CHECKED: OnceLock<(PathBuf, String)> = OnceLock::new();
+    let (p, sha) = CHECKED.get_or_init(|| {
+        let p = upcycled_qwen05b();
+        let sha = sha256::hex(&std::fs::read(&p).unwrap());
+        (p, sha)
+    });
     assert_eq!(
-        sha256::hex(&bytes),
+        *sha,
         recorded_sha256(UPCYCLED),
         "{} differs from the file llama.cpp ran for the fixture: the converter \
          (tests/src/upcycle.rs) or the dense model changed; delete the file to remake it, or \
          remake the fixture (scripts/moe/make-fixtures.sh upcycled)",
         p.display()
     );
-    p
+    p.clone()
 }
 
 /// (At 2 threads only: the tiny models cover 1 and 2 threads; this one is for real text.)
