@@ -157,6 +157,13 @@ pub(super) fn rows_mxfp4_avx2(cols: usize, w: &[u8], a: &[u8], n: usize, out: &m
         out.fill(0.0);
         return;
     }
+    if n == 1 {
+        // a decode step: the one-row kernel itself, row after row
+        for (x, o) in w.chunks_exact(rb).zip(out.iter_mut()) {
+            *o = dot_mxfp4_avx2(cols, x, &a[..ab]);
+        }
+        return;
+    }
     let act = |t: usize| blocks::<BlockQ8_0>(&a[t * ab..(t + 1) * ab]);
     for (x, o) in w.chunks_exact(rb).zip(out.chunks_exact_mut(n)) {
         let xs = blocks::<BlockMxfp4>(x);
