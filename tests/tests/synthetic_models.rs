@@ -87,6 +87,7 @@ fn every_weight_format_runs() {
         GgmlType::Q3_K,
         GgmlType::Q5_K,
         GgmlType::Q6_K,
+        GgmlType::MXFP4,
     ] {
         let spec = Spec {
             weight_type: ty,
@@ -106,6 +107,14 @@ fn batched_prompt_equals_token_by_token() {
         (Spec::llama(), "batch-llama"),
         (Spec::qwen2(), "batch-qwen2"),
         (Spec::gemma3(), "batch-gemma3"),
+        // MXFP4 keeps the row layout: batches run its kernel of several rows and tokens
+        (
+            Spec {
+                weight_type: GgmlType::MXFP4,
+                ..Spec::llama()
+            },
+            "batch-llama-mxfp4",
+        ),
     ] {
         let path = synth::write_temp(&spec, tag);
         let e = Engine::load(
