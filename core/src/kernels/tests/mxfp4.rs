@@ -82,16 +82,20 @@ fn check_bits(isa: Isa, want: fn(&[u8], &[u8]) -> f32) {
 
 #[test]
 fn the_emulation_is_close_to_the_oracle() {
-    // the emulation itself must be a dot product: within the parity tolerance of the oracle
+    // the emulation itself must be a dot product: within the parity tolerance of the oracle,
+    // and its order must show (else the x86 tests could not tell it from the oracle's)
     let mut rng = Rng::new(0x3f);
+    let mut differ = 0;
     for nb in BLOCK_COUNTS {
         let n = 32 * nb;
         for (w, a) in rows(&mut rng, n) {
             let (e, o) = (ggml_avx2(&w, &a), mxfp4::vec_dot_mxfp4_q8_0(n, &w, &a));
             let tol = 2e-5 * magnitude(GgmlType::MXFP4, &w, GgmlType::Q8_0, &a, n) + 1e-30;
             assert!(((e - o) as f64).abs() <= tol, "n={n}: {e} vs {o}");
+            differ += (e.to_bits() != o.to_bits()) as usize;
         }
     }
+    assert!(differ > 0, "the emulated AVX2 order never changed a result");
 }
 
 #[test]
