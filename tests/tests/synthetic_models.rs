@@ -155,6 +155,7 @@ fn every_weight_format_runs() {
         GgmlType::Q3_K,
         GgmlType::Q5_K,
         GgmlType::Q6_K,
+        GgmlType::MXFP4,
     ] {
         let spec = Spec {
             weight_type: ty,
@@ -181,6 +182,14 @@ fn batched_prompt_equals_token_by_token() {
                 ..Spec::qwen2moe()
             },
             "batch-qwen2moe",
+        ),
+        // MXFP4 keeps the row layout: batches run its kernel of several rows and tokens
+        (
+            Spec {
+                weight_type: GgmlType::MXFP4,
+                ..Spec::llama()
+            },
+            "batch-llama-mxfp4",
         ),
     ] {
         let path = synth::write_temp(&spec, tag);

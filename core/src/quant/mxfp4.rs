@@ -139,7 +139,10 @@ pub fn isum(x: &BlockMxfp4, y: &BlockQ8_0) -> i32 {
 }
 
 /// MXFP4 · Q8_0, ggml's `ggml_vec_dot_mxfp4_q8_0_generic` bit for bit: per block the exact
-/// integer sum, then `sum += d · isum` block after block.
+/// integer sum, then `sum += d · isum` block after block, rounded twice as C without
+/// contraction rounds it (`-ffp-contract=off`; checked once on 1,800 rows against the C).
+/// A C compiler that fuses that line into an FMA (GCC's default for GNU C where the target has
+/// FMA) can differ from this in the last bit.
 pub fn vec_dot_mxfp4_q8_0(_n: usize, w: &[u8], a: &[u8]) -> f32 {
     let mut sum = 0.0f32;
     for (x, y) in blocks::<BlockMxfp4>(w).iter().zip(blocks::<BlockQ8_0>(a)) {
