@@ -1,6 +1,6 @@
 //! Mixtures of experts: each token's feed-forward block is the weighted sum of the few
 //! experts its router chooses. The configuration ([`MoeConfig`]), the tensors
-//! ([`Experts`]), the router ([`route`]) and the block of the forward pass ([`block`]).
+//! ([`Experts`]), the router ([`route`]) and the block of the forward pass (`block.rs`).
 
 mod block;
 mod config;
