@@ -42,17 +42,31 @@ const TABLE: [i8; 16] = {
     t
 };
 
-/// The eight rows' block scales, `2^(e - 128)` for the exponent bytes at `p` (as
-/// `quant::mxfp4::e8m0_half`: `(e - 1) << 23` as float bits from `e = 2` on, the subnormals
-/// `0x0020_0000 << e` below).
+/// The eight rows' block scales, `2^(e - 128)` for the exponent bytes at `p`, exactly as
+/// `quant::mxfp4::e8m0_half` makes them.
+///
+/// For `e` in 1..=254, `e << 23` as float bits is `2^(e - 127)`, and halving it is exact
+/// (2^-127 is a subnormal, exact too): three vector operations. A group block with an `e` of 0
+/// (2^-128, which those bits would make 0) or 255 (2^127, not infinity) — rare, an all-zero
+/// block or an overflowed one — takes the exact integer construction instead (`(e - 1) << 23`
+/// from `e = 2` on, the subnormals `0x0020_0000 << e` below); a scalar test of the eight
+/// bytes, off the vector ports, picks the path.
 ///
 /// # Safety
 /// `p` must be valid for reading 8 bytes.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn scales8(p: *const u8) -> __m256 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const TOPS: u64 = 0x8080_8080_8080_8080;
+    let has_zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & TOPS != 0;
     // SAFETY: the caller guarantees 8 readable bytes.
-    let e = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(p.cast()) });
+    let bytes = unsafe { p.cast::<u64>().read_unaligned() };
+    let e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes as i64));
+    if !has_zero_byte(bytes) && !has_zero_byte(!bytes) {
+        let pow = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(e));
+        return _mm256_mul_ps(pow, _mm256_set1_ps(0.5));
+    }
     let normal = _mm256_slli_epi32::<23>(_mm256_sub_epi32(e, _mm256_set1_epi32(1)));
     let subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x0020_0000), e);
     let is_normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1));
@@ -68,11 +82,7 @@ unsafe fn scales8(p: *const u8) -> __m256 {
 /// `p` must point at an MXFP4 × 8 group block (136 bytes).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn block<const T: usize>(
-    p: *const u8,
-    ys: [&BlockQ8_0; T],
-    sums: [i32; T],
-) -> [__m256i; T] {
+unsafe fn block<const T: usize>(p: *const u8, ys: [&BlockQ8_0; T], sums: [i32; T]) -> [__m256i; T] {
     let ones = _mm256_set1_epi16(1);
     let low4 = _mm256_set1_epi8(0x0F);
     // SAFETY: the table is 16 bytes.
@@ -131,7 +141,9 @@ pub(super) fn gemv_mxfp4(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mu
 /// wrapper runs it group after group): the tokens [`GEMM_TOKENS`] at a time.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn gemm_mxfp4(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    token_tiles(acts, out, |a, o| by_token_count!(a.len(), gemm_t(cols, w, a, o)));
+    token_tiles(acts, out, |a, o| {
+        by_token_count!(a.len(), gemm_t(cols, w, a, o))
+    });
 }
 
 /// One group against `T` tokens: each block's codes taken apart once for the `T`, each
@@ -162,5 +174,37 @@ fn gemm_t<const T: usize>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut 
     for (o, acc) in out.iter_mut().zip(acc) {
         // SAFETY: `o` is 8 floats.
         unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::tests::table_or_skip;
+    use crate::kernels::Isa;
+    use crate::quant::mxfp4::e8m0_half;
+
+    /// Every exponent byte in every lane, in groups with and without the bytes the fast path
+    /// misses (0 and 255), against `e8m0_half` bit for bit.
+    #[test]
+    fn block_scales_are_e8m0_half() {
+        if table_or_skip(Isa::Avx2).is_none() {
+            return;
+        }
+        let mut groups: alloc::vec::Vec<[u8; 8]> = (0..256)
+            .map(|i| core::array::from_fn(|r| (i + 37 * r) as u8))
+            .collect();
+        // groups of normal exponents only: the fast path
+        groups.extend((0..254).map(|i| core::array::from_fn(|r| 1 + ((i + 29 * r) % 254) as u8)));
+        for g in groups {
+            // SAFETY: AVX2, FMA and F16C are present (the table exists); `g` is 8 bytes.
+            let got = unsafe { scales8(g.as_ptr()) };
+            let mut lanes = [0f32; 8];
+            // SAFETY: 8 floats.
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), got) };
+            for (e, x) in g.iter().zip(lanes) {
+                assert_eq!(x.to_bits(), e8m0_half(*e).to_bits(), "e = {e} in {g:?}");
+            }
+        }
     }
 }
