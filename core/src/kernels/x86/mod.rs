@@ -10,6 +10,7 @@ mod avx2_math;
 mod avx2_quant;
 mod avx2_x8;
 mod avx2_x8_k;
+mod avx2_x8_mxfp4;
 mod avx512;
 mod avx512_few;
 mod avx512_few_k;
@@ -112,11 +113,13 @@ macro_rules! safe_gemms_multi {
 }
 
 mod avx2_x8_safe {
-    use super::{avx2_x8, avx2_x8_k};
+    use super::{avx2_x8, avx2_x8_k, avx2_x8_mxfp4};
     safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0);
     safe_gemvs!(avx2_x8_k: gemv_q4_k, gemv_q6_k);
+    safe_gemvs!(avx2_x8_mxfp4: gemv_mxfp4);
     safe_gemms!(avx2_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
     safe_gemms!(avx2_x8_k: gemm_q4_k, gemm_q6_k);
+    safe_gemms!(avx2_x8_mxfp4: gemm_mxfp4);
 }
 
 mod avx512_safe {
@@ -195,6 +198,8 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_gemm_x8(GgmlType::Q8_0, avx2_x8_safe::gemm_q8_0);
     k.set_gemm_x8(GgmlType::Q4_K, avx2_x8_safe::gemm_q4_k);
     k.set_gemm_x8(GgmlType::Q6_K, avx2_x8_safe::gemm_q6_k);
+    k.set_gemv_x8(GgmlType::MXFP4, avx2_x8_safe::gemv_mxfp4);
+    k.set_gemm_x8(GgmlType::MXFP4, avx2_x8_safe::gemm_mxfp4);
 }
 
 /// # Safety
@@ -241,6 +246,8 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
         k.set_gemm_x8(GgmlType::Q4_K, gemm_q4_k);
         k.set_gemm_x8(GgmlType::Q6_K, gemm_q6_k);
+        // MXFP4 keeps the AVX2 interleaved kernels (no AVX-512 variant yet; the `safe_gemms`
+        // wrapper runs its one-group batch kernel over any number of groups)
         // quads of groups for the legacy formats (a pair of pairs for the k-quants)
         k.set_gemm_groups(4);
     }

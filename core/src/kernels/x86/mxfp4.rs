@@ -151,7 +151,8 @@ fn row_tokens<const T: usize>(xs: &[BlockMxfp4], ys: [&[BlockQ8_0]; T], out: &mu
 
 /// Several rows against several tokens (`crate::quant::VecDotRowsFn`): `out[r · n + t]` is
 /// [`dot_mxfp4_avx2`] of row `r` and token `t`, bit for bit, with each weight block taken apart
-/// once for four tokens (the row layout's prompt processing: MoE experts stay in it).
+/// once for four tokens (the row layout's prompt processing, where the interleaved layout
+/// is not used: `--no-repack`, rows not in whole groups of eight).
 ///
 /// `a` must hold `n` activation rows of `cols` values and `w` the `out.len() / n` weight rows.
 #[target_feature(enable = "avx2,fma,f16c")]

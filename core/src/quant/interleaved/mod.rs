@@ -21,7 +21,9 @@
 //! | Q5_0 | 176 bytes | `d[8]`, `qh[c][r]` (bits 0-3: elements `4c..4c+4`, bits 4-7: `16+4c..`), Q4_0's `qs` |
 //! | Q4_K | 1152 bytes | `d[8]`, `dmin[8]` f16, `scales[i][r][4]` (`i < 3`: the packed 12 bytes), `qs[c][r][4]` for `c < 32` |
 //! | Q6_K | 1680 bytes | `d[8]` f16, `scales[p][r][2]` (scales `2p`, `2p+1`), then per triple `t < 16` `x[r][4]`, `y[r][4]`, `z[r][4]`: three 6-bit quants (elements `128n+l`, `+32`, `+64` for `t = 8n + l/4`) in the low bits, element `128n+96+l` in the top two of each |
+//! | MXFP4 | 136 bytes | `e[8]` (E8M0 bytes), then `qs[c][r][4]` for chunks `c < 4` (byte `k`: elements `k`, `k+16`) |
 
+pub(crate) mod mxfp4;
 pub(crate) mod q4_0;
 pub(crate) mod q4_k;
 pub(crate) mod q5_0;
@@ -209,7 +211,12 @@ pub enum Layout {
 pub fn supported(ty: GgmlType) -> bool {
     matches!(
         ty,
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::Q4_K | GgmlType::Q6_K
+        GgmlType::Q4_0
+            | GgmlType::Q5_0
+            | GgmlType::Q8_0
+            | GgmlType::Q4_K
+            | GgmlType::Q6_K
+            | GgmlType::MXFP4
     )
 }
 
@@ -222,6 +229,7 @@ fn group_fns(ty: GgmlType) -> Option<(GroupFn, GroupFn)> {
         GgmlType::Q8_0 => (q8_0::repack, q8_0::unpack),
         GgmlType::Q4_K => (q4_k::repack, q4_k::unpack),
         GgmlType::Q6_K => (q6_k::repack, q6_k::unpack),
+        GgmlType::MXFP4 => (mxfp4::repack, mxfp4::unpack),
         _ => return None,
     })
 }
@@ -337,9 +345,13 @@ pub fn block_scales(a: &[u8], out: &mut [f32]) {
 
 /// Whether the activation of `ty` needs [`block_sums`] (the k-quants' Q8_K activations carry
 /// their own sums, `bsums`; the VNNI kernels read Q8_0 weights with their sign bit flipped,
-/// so Q8_0 needs them too).
+/// so Q8_0 needs them too; the AVX2 MXFP4 kernels multiply `w + 12`, unsigned, and take
+/// `12 · Σy` off).
 pub fn needs_sums(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0)
+    matches!(
+        ty,
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::MXFP4
+    )
 }
 
 /// Scalar reference: unpacks each group and runs the row kernel on every row.

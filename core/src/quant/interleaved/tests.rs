@@ -20,12 +20,13 @@ fn random_rows(ty: GgmlType, rows: usize, cols: usize, seed: u32) -> Vec<u8> {
 }
 
 /// Every format with a layout.
-const TYPES: [GgmlType; 5] = [
+const TYPES: [GgmlType; 6] = [
     GgmlType::Q4_0,
     GgmlType::Q5_0,
     GgmlType::Q8_0,
     GgmlType::Q4_K,
     GgmlType::Q6_K,
+    GgmlType::MXFP4,
 ];
 
 #[test]
