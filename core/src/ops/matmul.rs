@@ -1,7 +1,8 @@
-//! Matrix × vector over quantized weights: the activation is quantized once to the format
-//! the weight's dot product pairs with (Q8_0 / Q8_1 / Q8_K / F16 ...), then every output row
-//! is one `vec_dot` call, or, for a matrix repacked to an interleaved layout, every group of
-//! eight rows one `gemv_x8` call. Rows are split across workers in contiguous chunks.
+//! Products with quantized weights: the activation is quantized once to the format the
+//! weight's dot product pairs with (Q8_0 / Q8_1 / Q8_K / F16 ...), then every output row is
+//! one `vec_dot` call, or, for a matrix repacked to an interleaved layout, every group of
+//! eight rows one `gemv_x8` call (one token: `matvec.rs`), and a batch of tokens runs the
+//! batch kernels over each worker's rows (`matmul`, `matmul_glu`, here).
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
@@ -12,6 +13,8 @@ use crate::kernels::Kernels;
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
 use crate::quant::interleaved::{self, Layout};
 use crate::quant::{self, GgmlType};
+
+pub use super::matvec::{matvec, matvec_all, matvec_f32, matvec_many, MAX_JOBS};
 
 /// A 2-D weight matrix in ggml orientation: `rows` output features of `cols` input weights
 /// of type `ty`, borrowed from the model file in ggml's row layout or owned after
@@ -253,7 +256,7 @@ impl ActBuf {
 
 /// One matrix's product, ready to run on any range of its work units: rows in ggml's
 /// layout, groups of eight rows when interleaved.
-struct Plan<'m, 'a> {
+pub(super) struct Plan<'m, 'a> {
     w: &'m QMatrix<'a>,
     kernel: Kernel,
     /// The batch kernel over the same layout, if the ISA has one.
@@ -261,7 +264,7 @@ struct Plan<'m, 'a> {
     /// The row layout's kernel of several rows and tokens at once, if the ISA has one.
     rows: Option<quant::VecDotRowsFn>,
     /// Output rows per work unit.
-    unit: usize,
+    pub(super) unit: usize,
     /// The core's L2 size (the batch kernels' blocks of tokens).
     l2_bytes: usize,
     /// How the batch kernel's tiles reach the output (streaming where the ISA has it).
@@ -277,7 +280,12 @@ enum Kernel {
 }
 
 impl<'m, 'a> Plan<'m, 'a> {
-    fn new(k: &Kernels, w: &'m QMatrix<'a>, xq: QAct<'_>, out_len: usize) -> Result<Self> {
+    pub(super) fn new(
+        k: &Kernels,
+        w: &'m QMatrix<'a>,
+        xq: QAct<'_>,
+        out_len: usize,
+    ) -> Result<Self> {
         if out_len != w.rows {
             return Err(Error::InvalidArgument(alloc::format!(
                 "matvec output has {out_len} rows, matrix {}",
@@ -329,7 +337,7 @@ impl<'m, 'a> Plan<'m, 'a> {
         })
     }
 
-    fn units(&self) -> usize {
+    pub(super) fn units(&self) -> usize {
         self.w.rows / self.unit
     }
 
@@ -340,7 +348,7 @@ impl<'m, 'a> Plan<'m, 'a> {
     }
 
     /// Output rows of units `[start, end)` into `out` (exactly those rows).
-    fn run(&self, xq: QAct<'_>, start: usize, end: usize, out: &mut [f32]) {
+    pub(super) fn run(&self, xq: QAct<'_>, start: usize, end: usize, out: &mut [f32]) {
         let w = self.w;
         let unit_bytes = self.unit * w.row_bytes();
         let data = &w.data[start * unit_bytes..end * unit_bytes];
@@ -357,7 +365,7 @@ impl<'m, 'a> Plan<'m, 'a> {
 
     /// Units per parallel work item: about four items per thread, at least a few rows'
     /// worth so tiny matrices are not split into slivers.
-    fn chunk(&self, threads: usize) -> usize {
+    pub(super) fn chunk(&self, threads: usize) -> usize {
         let min = (16 / self.unit).max(1);
         self.units().div_ceil(threads.max(1) * 4).max(min)
     }
@@ -386,130 +394,6 @@ impl<'m, 'a> Plan<'m, 'a> {
         let unit = |r: usize| (r * self.groups).min(units);
         par.for_each(at.len() - 1, &|i| f(unit(at[i]), unit(at[i + 1])));
     }
-}
-
-/// `out[r] = W[r] · x` for every row, where `xq` is `x` quantized to `w.act_type()`.
-pub fn matvec(
-    k: &Kernels,
-    par: &dyn Parallel,
-    w: &QMatrix<'_>,
-    xq: QAct<'_>,
-    out: &mut [f32],
-) -> Result<()> {
-    let plan = Plan::new(k, w, xq, out.len())?;
-    let unit = plan.unit;
-    let dst = DisjointSlice::new(out);
-    for_each_range(
-        par,
-        plan.units(),
-        plan.chunk(par.threads()),
-        &|start, end| {
-            // SAFETY: for_each_range hands out disjoint [start, end) ranges.
-            let o = unsafe { dst.piece(start * unit, (end - start) * unit) };
-            plan.run(xq, start, end, o);
-        },
-    );
-    Ok(())
-}
-
-/// Quantizes `x` for `w` and computes `out = W x` (convenience for one-off products).
-pub fn matvec_f32(
-    k: &Kernels,
-    par: &dyn Parallel,
-    w: &QMatrix<'_>,
-    x: &[f32],
-    act: &mut ActBuf,
-    out: &mut [f32],
-) -> Result<()> {
-    let xq = act.quantize(k, w.act_type(), x)?;
-    matvec(k, par, w, xq, out)
-}
-
-/// `outs[i] = ws[i] · x` for matrices sharing one input (q/k/v, gate/up): `x` is quantized
-/// once and all products run in one parallel dispatch. Matrices whose activation formats
-/// differ fall back to one product each.
-pub fn matvec_many<const N: usize>(
-    k: &Kernels,
-    par: &dyn Parallel,
-    ws: [&QMatrix<'_>; N],
-    x: &[f32],
-    act: &mut ActBuf,
-    outs: [&mut [f32]; N],
-) -> Result<()> {
-    let Some(first) = ws.first() else {
-        return Ok(());
-    };
-    let act_type = first.act_type();
-    if ws.iter().any(|w| w.act_type() != act_type) {
-        for (w, out) in ws.into_iter().zip(outs) {
-            matvec_f32(k, par, w, x, act, out)?;
-        }
-        return Ok(());
-    }
-    let xq = act.quantize(k, act_type, x)?;
-    let jobs = ws.map(|w| (w, xq));
-    matvec_all(k, par, &jobs, outs)
-}
-
-/// The most products [`matvec_all`] runs in one dispatch.
-pub const MAX_JOBS: usize = 128;
-
-/// Independent matrix × vector products in one parallel dispatch: `outs[i] = W_i · x_i` for
-/// jobs `(W_i, x_i)`, each `x_i` already quantized to its matrix's `act_type()` (the
-/// experts of a mixture: every chosen expert's gate and up over one token, then their
-/// downs over their own inputs). Each output is what [`matvec`] gives it.
-pub fn matvec_all<'o>(
-    k: &Kernels,
-    par: &dyn Parallel,
-    jobs: &[(&QMatrix<'_>, QAct<'_>)],
-    outs: impl IntoIterator<Item = &'o mut [f32]>,
-) -> Result<()> {
-    if jobs.len() > MAX_JOBS {
-        return Err(Error::InvalidArgument(alloc::format!(
-            "{} products in one dispatch (at most {MAX_JOBS})",
-            jobs.len()
-        )));
-    }
-    let mut plans: [Option<Plan<'_, '_>>; MAX_JOBS] = [const { None }; MAX_JOBS];
-    let mut dsts: [Option<DisjointSlice<'_, f32>>; MAX_JOBS] = [const { None }; MAX_JOBS];
-    let mut n_out = 0;
-    for (i, out) in outs.into_iter().enumerate().take(jobs.len()) {
-        let (w, xq) = jobs[i];
-        plans[i] = Some(Plan::new(k, w, xq, out.len())?);
-        dsts[i] = Some(DisjointSlice::new(out));
-        n_out += 1;
-    }
-    if n_out != jobs.len() {
-        return Err(Error::InvalidArgument(alloc::format!(
-            "{} products with {n_out} outputs",
-            jobs.len()
-        )));
-    }
-    let (plans, dsts) = (&plans[..n_out], &dsts[..n_out]);
-    let threads = par.threads();
-    let mut chunks = [0usize; MAX_JOBS];
-    // work item `c` belongs to the product whose range of item numbers holds it
-    let mut first_item = [0usize; MAX_JOBS];
-    let mut total = 0;
-    for (i, p) in plans.iter().enumerate() {
-        let p = p.as_ref().expect("every plan was built above");
-        chunks[i] = p.chunk(threads);
-        first_item[i] = total;
-        total += p.units().div_ceil(chunks[i]);
-    }
-    let first_item = &first_item[..n_out];
-    par.for_each(total, &|c| {
-        let i = first_item.iter().rposition(|&f| f <= c).unwrap_or(0);
-        let (Some(p), Some(dst)) = (&plans[i], &dsts[i]) else {
-            return;
-        };
-        let start = (c - first_item[i]) * chunks[i];
-        let end = (start + chunks[i]).min(p.units());
-        // SAFETY: items of one product cover disjoint unit ranges of its own output.
-        let o = unsafe { dst.piece(start * p.unit, (end - start) * p.unit) };
-        p.run(jobs[i].1, start, end, o);
-    });
-    Ok(())
 }
 
 /// Quantized activations of a batch of tokens, row after row in one buffer: each token's

@@ -7,6 +7,7 @@ pub mod attention;
 pub mod exp;
 pub mod expf;
 pub mod matmul;
+mod matvec;
 pub mod norm;
 pub mod rope;
 
