@@ -232,11 +232,11 @@ fn grouped(
         )?;
         for (i, &(t, weight)) in members.iter().enumerate() {
             let t = t as usize;
-            let y = &ms.output[i * d..(i + 1) * d];
-            s.xb2[t * d..(t + 1) * d]
-                .iter_mut()
-                .zip(y)
-                .for_each(|(o, y)| *o += y * weight);
+            add_scaled(
+                &mut s.xb2[t * d..(t + 1) * d],
+                &ms.output[i * d..(i + 1) * d],
+                weight,
+            );
         }
     }
 
@@ -339,9 +339,7 @@ fn decode(
     for (j, (&e, &weight)) in ids.iter().zip(weights.iter()).enumerate() {
         let y = &mut outputs[j * d..(j + 1) * d];
         add_rows(y, expert_row(&m.down_bias, e as usize, d), d);
-        out.iter_mut()
-            .zip(y.iter())
-            .for_each(|(o, y)| *o += y * weight);
+        add_scaled(out, y, weight);
     }
     Ok(())
 }
@@ -373,15 +371,16 @@ fn shared(
             project(k, par, &mut s.act, &sh.gate_inp, &s.xb, n, gates)?;
         }
         for (t, &gate) in gates.iter().enumerate() {
-            let g = sigmoid(gate);
             let y = &ms.output[t * d..(t + 1) * d];
-            s.xb2[t * d..(t + 1) * d]
-                .iter_mut()
-                .zip(y)
-                .for_each(|(o, y)| *o += y * g);
+            add_scaled(&mut s.xb2[t * d..(t + 1) * d], y, sigmoid(gate));
         }
     }
     Ok(())
+}
+
+/// `out += y · w`: an expert's output into its tokens' sums (every path sums this way).
+fn add_scaled(out: &mut [f32], y: &[f32], w: f32) {
+    out.iter_mut().zip(y).for_each(|(o, y)| *o += y * w);
 }
 
 /// ggml's `silu(x) / x` of Qwen2-MoE's shared-expert gate, written as the logistic.
