@@ -12,6 +12,9 @@ superinfer / llama.cpp, and for tg the weight bandwidth reached as a share of ST
                        [--models qwen2.5-0.5b,gemma3-270m,qwen2.5-1.5b] [--formats shipped,Q4_0,Q8_0]
                        [--depths 0,2048] [--cache-types f16,q8_0,f32] [--isa avx2]
 
+--models also takes GGUF files by path (any name ending in .gguf), run as they are: e.g. the
+synthetic MoE shapes of benches/src/bin/synth-model.rs.
+
 --isa avx2 pits superinfer forced to its AVX2 kernels (SUPERINFER_ISA=avx2) against a second
 llama.cpp build limited to AVX2 (build-llama-cpp.sh avx2): on an AVX-512 machine, a stand-in
 for an AVX2-only CPU such as Zen 3 (same instruction sets, not the same core).
@@ -64,7 +67,18 @@ def stream_bandwidth(threads):
 
 
 def model_paths(names, formats, quantize):
+    """(name, format, path) per model and format: fetch-models.sh's names, each in every
+    format; a name ending in .gguf is a file taken as it is (format "file")."""
     out = []
+    for name in [n for n in names if n.endswith(".gguf")]:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            log(f"error: no model file {path}")
+            sys.exit(1)
+        out.append((path.stem, "file", path))
+    names = [n for n in names if not n.endswith(".gguf")]
+    if not names:
+        return out
     for line in sh([str(ROOT / "scripts" / "fetch-models.sh")] + names).splitlines():
         name, path = line.split(" ", 1)
         for fmt in formats:
@@ -86,7 +100,7 @@ def model_paths(names, formats, quantize):
 def llama_bench(bin_dir, model, threads, p, n, reps, depth, cache):
     out = sh([str(Path(bin_dir) / "llama-bench"), "-m", str(model), "-t", str(threads),
               "-p", str(p), "-n", str(n), "-r", str(reps), "-d", str(depth),
-              "-ctk", cache, "-ctv", cache, "-o", "json"],
+              "-ctk", cache, "-ctv", cache, "-fa", "on", "-o", "json"],
              stderr=subprocess.DEVNULL)
     rows = json.loads(out)
     return rows[0]["avg_ts"]

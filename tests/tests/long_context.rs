@@ -20,7 +20,8 @@
 //! F32` makes it), where every product takes its activations in f32, the F16 cache agrees at
 //! 100% of decisive positions (1988/1988, mean KL 0.00001) and the Q8_0 cache at 99.75%
 //! (0.0006): [`f32_weights_2k_prompt_agrees_with_f32_cache`] (a 2.5 GB copy, written once
-//! into the model cache; 1.5 minutes on two Zen 5 cores).
+//! into the model cache; 1.5 minutes on two Zen 5 cores, about ten on two Zen 3 cores, so it
+//! runs on demand, `-- --ignored`, not in CI).
 use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::{Engine, EngineOptions, SessionOptions};
 use superinfer_tests::*;
@@ -69,8 +70,11 @@ fn qwen05b_2k_prompt_with_each_cache_type_agrees_with_f32() {
 
 /// The same comparison on Qwen2.5-0.5B with F32 weights (see the module docs): without int8
 /// activations the caches' own error is what is left, and it meets the long-context issue's
-/// 99%.
+/// 99%. Opt-in (about ten minutes on two cores, most of CI's budget for one measurement that
+/// only changes with the attention code):
+/// `cargo test -p superinfer-tests --test long_context -- --ignored`.
 #[test]
+#[ignore = "10 minutes on 2 cores: F32 weights over 2k tokens; run with --ignored"]
 fn f32_weights_2k_prompt_agrees_with_f32_cache() {
     compare_caches(
         &f32_copy(QWEN_05B),

@@ -205,8 +205,18 @@ pub(super) fn tiles_of(
     }
 }
 
-/// Calls `$f::<T>(args)` with `T = $n` (1 ..= 4) known at compile time.
+/// Calls `$f::<T>(args)` (or `$f::<T, P>(args)` for `$f::<P>(args)`) with `T = $n` (1 ..= 4)
+/// known at compile time.
 macro_rules! by_token_count {
+    ($n:expr, $f:ident::<$p:literal>($($arg:expr),*)) => {
+        match $n {
+            0 => {}
+            1 => $f::<1, $p>($($arg),*),
+            2 => $f::<2, $p>($($arg),*),
+            3 => $f::<3, $p>($($arg),*),
+            _ => $f::<4, $p>($($arg),*),
+        }
+    };
     ($n:expr, $f:ident($($arg:expr),*)) => {
         match $n {
             0 => {}
@@ -291,13 +301,20 @@ macro_rules! legacy_gemm {
     ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr, $offsets:expr) => {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-            token_tiles(acts, out, |a, o| {
-                by_token_count!(a.len(), $gemm_t(cols, w, a, o))
-            });
+            // One tile of tokens (a mixture's expert chosen by a few of a step's tokens, a
+            // short verification) streams the group from memory once, as the matrix × vector
+            // kernel does: prefetched like it. More tiles find it in cache after the first.
+            if acts.len() <= GEMM_TOKENS {
+                by_token_count!(acts.len(), $gemm_t::<true>(cols, w, acts, out))
+            } else {
+                token_tiles(acts, out, |a, o| {
+                    by_token_count!(a.len(), $gemm_t::<false>(cols, w, a, o))
+                });
+            }
         }
 
         #[target_feature(enable = "avx2,fma,f16c")]
-        fn $gemm_t<const T: usize>(
+        fn $gemm_t<const T: usize, const PREFETCH: bool>(
             cols: usize,
             w: &[u8],
             acts: BatchRows<'_>,
@@ -305,7 +322,7 @@ macro_rules! legacy_gemm {
         ) {
             // SAFETY: the block function reads one group block per group pointer.
             unsafe {
-                gemm_group::<T, $offsets, false>(cols, w, acts, out, $group_block, |p, y, s| {
+                gemm_group::<T, $offsets, PREFETCH>(cols, w, acts, out, $group_block, |p, y, s| {
                     $block::<1, T>(p, y, s)
                 })
             }

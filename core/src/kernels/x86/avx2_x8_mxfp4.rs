@@ -22,9 +22,7 @@ use core::arch::x86_64::*;
 
 use super::avx2::{f16, ld128, ld256};
 use super::avx2_x8::{accumulate, arr, bcast_pair, by_token_count, prefetch_ahead, token_tiles};
-#[cfg(doc)]
-use crate::quant::interleaved::GEMM_TOKENS;
-use crate::quant::interleaved::{mxfp4::GROUP_BLOCK, BatchRows, ROWS};
+use crate::quant::interleaved::{mxfp4::GROUP_BLOCK, BatchRows, GEMM_TOKENS, ROWS};
 use crate::quant::legacy::{blocks, BlockQ8_0, QK};
 use crate::quant::mxfp4::KVALUES;
 
@@ -141,16 +139,27 @@ pub(super) fn gemv_mxfp4(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mu
 /// wrapper runs it group after group): the tokens [`GEMM_TOKENS`] at a time.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn gemm_mxfp4(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-    token_tiles(acts, out, |a, o| {
-        by_token_count!(a.len(), gemm_t(cols, w, a, o))
-    });
+    // one tile of tokens (an expert chosen by a few of a step's tokens) streams the group from
+    // memory once: prefetched as the matrix × vector kernel does
+    if acts.len() <= GEMM_TOKENS {
+        by_token_count!(acts.len(), gemm_t::<true>(cols, w, acts, out))
+    } else {
+        token_tiles(acts, out, |a, o| {
+            by_token_count!(a.len(), gemm_t::<false>(cols, w, a, o))
+        });
+    }
 }
 
 /// One group against `T` tokens: each block's codes taken apart once for the `T`, each
 /// token's float sum the matrix × vector kernel's (the batch carries the tokens' block sums
 /// and their scales as f32, exact).
 #[target_feature(enable = "avx2,fma,f16c")]
-fn gemm_t<const T: usize>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+fn gemm_t<const T: usize, const PREFETCH: bool>(
+    cols: usize,
+    w: &[u8],
+    acts: BatchRows<'_>,
+    out: &mut [[f32; ROWS]],
+) {
     let nb = cols / QK;
     assert!(
         w.len() >= nb * GROUP_BLOCK,
@@ -163,6 +172,9 @@ fn gemm_t<const T: usize>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut 
     for b in 0..nb {
         // SAFETY: block b < nb starts inside the group's nb · GROUP_BLOCK bytes (asserted).
         let p = unsafe { w.as_ptr().add(b * GROUP_BLOCK) };
+        if PREFETCH {
+            prefetch_ahead(p, GROUP_BLOCK);
+        }
         let yb: [&BlockQ8_0; T] = arr(|t| &ys[t][b]);
         let sb: [i32; T] = arr(|t| sums[t][b]);
         // SAFETY: p is block b of the group: 136 bytes, the first 8 its exponents.
