@@ -141,24 +141,24 @@ pub(super) fn gemv_mxfp4(cols: usize, w: &[u8], a: &[u8], sums: &[i32], out: &mu
 pub(super) fn gemm_mxfp4(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
     // one tile of tokens (an expert chosen by a few of a step's tokens) streams the group from
     // memory once: prefetched as the matrix × vector kernel does
-    if acts.len() <= GEMM_TOKENS {
-        by_token_count!(acts.len(), gemm_t::<true>(cols, w, acts, out))
-    } else {
-        token_tiles(acts, out, |a, o| {
-            by_token_count!(a.len(), gemm_t::<false>(cols, w, a, o))
-        });
-    }
+    // (a flag, not a const parameter: two instantiations per token count made LLVM call
+    // `block` out of line)
+    let prefetch = acts.len() <= GEMM_TOKENS;
+    token_tiles(acts, out, |a, o| {
+        by_token_count!(a.len(), gemm_t(cols, w, a, o, prefetch))
+    });
 }
 
 /// One group against `T` tokens: each block's codes taken apart once for the `T`, each
 /// token's float sum the matrix × vector kernel's (the batch carries the tokens' block sums
 /// and their scales as f32, exact).
 #[target_feature(enable = "avx2,fma,f16c")]
-fn gemm_t<const T: usize, const PREFETCH: bool>(
+fn gemm_t<const T: usize>(
     cols: usize,
     w: &[u8],
     acts: BatchRows<'_>,
     out: &mut [[f32; ROWS]],
+    prefetch: bool,
 ) {
     let nb = cols / QK;
     assert!(
@@ -172,7 +172,7 @@ fn gemm_t<const T: usize, const PREFETCH: bool>(
     for b in 0..nb {
         // SAFETY: block b < nb starts inside the group's nb · GROUP_BLOCK bytes (asserted).
         let p = unsafe { w.as_ptr().add(b * GROUP_BLOCK) };
-        if PREFETCH {
+        if prefetch {
             prefetch_ahead(p, GROUP_BLOCK);
         }
         let yb: [&BlockQ8_0; T] = arr(|t| &ys[t][b]);
