@@ -69,7 +69,8 @@ pub fn requantize_file(dense: &[u8]) -> Result<Vec<u8>, String> {
                 w.tensor(t.name, &t.dims, to, out).map_err(err)?;
             }
             None => {
-                w.tensor(t.name, &t.dims, t.ty, data.to_vec()).map_err(err)?;
+                w.tensor(t.name, &t.dims, t.ty, data.to_vec())
+                    .map_err(err)?;
             }
         }
     }

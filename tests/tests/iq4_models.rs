@@ -52,5 +52,8 @@ fn qwen05b_iq4_perplexity_matches_llama_cpp() {
         100.0 * rel
     );
     assert!(rel < 0.005, "PPL {} vs llama.cpp {want}", p.ppl());
-    assert!((se - want_se).abs() / want_se < 0.05, "stderr {se} vs {want_se}");
+    assert!(
+        (se - want_se).abs() / want_se < 0.05,
+        "stderr {se} vs {want_se}"
+    );
 }

@@ -130,7 +130,13 @@ fn iq4_quantize_matches_ggml() {
         let mut got = vec![0u8; r.b.len()];
         quantize_row(r.ty, &x, &mut got).unwrap();
         let differ = got.iter().zip(r.b).filter(|(a, b)| a != b).count();
-        assert_eq!(differ, 0, "{}: {differ} of {} bytes differ", r.ty, got.len());
+        assert_eq!(
+            differ,
+            0,
+            "{}: {differ} of {} bytes differ",
+            r.ty,
+            got.len()
+        );
         seen.push(r.ty);
     }
     assert!(seen.contains(&GgmlType::IQ4_NL) && seen.contains(&GgmlType::IQ4_XS));

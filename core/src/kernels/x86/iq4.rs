@@ -177,7 +177,11 @@ macro_rules! tiles {
         let act = |t: usize| token::<$b>($a, $ab, t);
         let mut t = 0;
         while t + 4 <= $n {
-            $one::<4>($xs, [act(t), act(t + 1), act(t + 2), act(t + 3)], &mut $o[t..]);
+            $one::<4>(
+                $xs,
+                [act(t), act(t + 1), act(t + 2), act(t + 3)],
+                &mut $o[t..],
+            );
             t += 4;
         }
         match $n - t {
@@ -299,6 +303,14 @@ pub(super) fn rows_iq4_xs_avx2(cols: usize, w: &[u8], a: &[u8], n: usize, out: &
         return;
     }
     for (x, o) in w.chunks_exact(rb).zip(out.chunks_exact_mut(n)) {
-        tiles!(xs_tokens, blocks::<BlockIq4Xs>(x), a, ab, n, o, q8_k::BlockQ8K);
+        tiles!(
+            xs_tokens,
+            blocks::<BlockIq4Xs>(x),
+            a,
+            ab,
+            n,
+            o,
+            q8_k::BlockQ8K
+        );
     }
 }

@@ -9,7 +9,7 @@
 //!   (136 bytes), dotted with Q8_K like the k-quants.
 //!
 //! Both quantizers are ggml's `quantize_row_iq4_nl_impl` without an importance matrix (what
-//! `llama-quantize` runs without `--imatrix`), in [`quantize_impl`].
+//! `llama-quantize` runs without `--imatrix`), in `quantize_impl`.
 
 pub mod nl;
 pub mod xs;
@@ -164,7 +164,11 @@ pub(crate) fn quantize_impl(x: &[f32]) -> Quantized {
         }
     } else {
         out.d = scales[0];
-        let id = if scales[0] != 0.0 { 1.0 / scales[0] } else { 0.0 };
+        let id = if scales[0] != 0.0 {
+            1.0 / scales[0]
+        } else {
+            0.0
+        };
         for j in 0..n {
             l[j] = best_index(id * x[j]);
         }

@@ -54,7 +54,12 @@ pub fn dequantize(src: &[u8], dst: &mut [f32]) {
         .zip(dst.chunks_exact_mut(QK_K))
     {
         let d = h(b.d);
-        for ((ib, ls), y) in b.scales().into_iter().enumerate().zip(y.chunks_exact_mut(32)) {
+        for ((ib, ls), y) in b
+            .scales()
+            .into_iter()
+            .enumerate()
+            .zip(y.chunks_exact_mut(32))
+        {
             // `dl = d * (ls - 32)`, then `dl * value`, as ggml's `dequantize_row_iq4_xs`
             let dl = d * ls as f32;
             for (y, q) in y.iter_mut().zip(unpack32(b.block_qs(ib))) {

@@ -55,7 +55,8 @@ unsafe fn iq4_xs<D: I8Dot>(w: &[u8], a: &[u8]) -> f32 {
         for (ib, &ls) in x.scales().iter().enumerate() {
             let q8 = &y.qs[32 * ib..32 * ib + 32];
             // SAFETY: loads at 0 / 16 of the block's 32 activations; the caller's features.
-            let p = unsafe { dot32::<D>(codes(x.block_qs(ib), table), [ld_i8(q8), ld_i8(&q8[16..])]) };
+            let p =
+                unsafe { dot32::<D>(codes(x.block_qs(ib), table), [ld_i8(q8), ld_i8(&q8[16..])]) };
             acc = vmlaq_n_s32(acc, p, ls);
         }
         sum += fp16(x.d) * y.d() * vaddvq_s32(acc) as f32;
