@@ -5,7 +5,8 @@ by the `gguf` Python package's reference numpy code, independent of our Rust cod
 
     pip install gguf==0.19.0 numpy && python3 scripts/gen-quant-vectors.py
 
-(MXFP4 comes last, so adding it left every earlier record's bytes as they were.)
+(MXFP4, then IQ4_NL and IQ4_XS, come last, so adding them left every earlier record's bytes
+as they were. gguf-py has no IQ4 quantizers: those two have dequantization records only.)
 
 Record layout (little-endian): b"QV", kind u8 (0 = dequant, 1 = quant), type id u32,
 n_elements u32, n_bytes u32, then for kind 0: bytes, f32 values; for kind 1: f32 input, bytes.
@@ -26,6 +27,7 @@ out = bytearray()
 F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+    T.IQ4_NL: [0], T.IQ4_XS: [0],
 }
 
 
@@ -67,7 +69,7 @@ def record(kind, t, n, payload_a, payload_b, n_bytes):
 
 
 for t in [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0,
-          T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.MXFP4]:
+          T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.MXFP4, T.IQ4_NL, T.IQ4_XS]:
     bs, ts = gguf.GGML_QUANT_SIZES[t]
     n_blocks = max(1, 2048 // bs) if bs > 1 else 64
     for mode in ["random", "zero", "extreme"]:

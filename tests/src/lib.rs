@@ -4,6 +4,7 @@
 
 pub mod agreement;
 pub mod batch;
+pub mod iq4;
 pub mod reference;
 pub mod sha256;
 pub mod synth;

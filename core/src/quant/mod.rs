@@ -3,11 +3,12 @@
 //! is tested against.
 //!
 //! Dot products pair a weight row with an activation row quantized once per matmul, as ggml
-//! does (`vec_dot_type`): Q4_0/Q5_0/Q8_0 and MXFP4 with Q8_0, Q4_1/Q5_1 with Q8_1, the
-//! k-quants with Q8_K, F16 with F16, BF16 with BF16 and F32 with F32.
+//! does (`vec_dot_type`): Q4_0/Q5_0/Q8_0, MXFP4 and IQ4_NL with Q8_0, Q4_1/Q5_1 with Q8_1,
+//! the k-quants and IQ4_XS with Q8_K, F16 with F16, BF16 with BF16 and F32 with F32.
 
 pub mod float;
 pub mod interleaved;
+pub mod iq4;
 pub mod kquants;
 pub mod legacy;
 pub mod mxfp4;
@@ -39,9 +40,9 @@ pub fn vec_dot_type(ty: GgmlType) -> Option<GgmlType> {
         F32 => F32,
         F16 => F16,
         BF16 => BF16,
-        Q4_0 | Q5_0 | Q8_0 | MXFP4 => Q8_0,
+        Q4_0 | Q5_0 | Q8_0 | MXFP4 | IQ4_NL => Q8_0,
         Q4_1 | Q5_1 => Q8_1,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K => Q8_K,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => Q8_K,
         _ => return None,
     })
 }
@@ -60,6 +61,8 @@ pub fn vec_dot_ref(ty: GgmlType) -> Option<VecDotFn> {
         Q5_1 => legacy::vec_dot_q5_1_q8_1,
         Q8_0 => legacy::vec_dot_q8_0_q8_0,
         MXFP4 => mxfp4::vec_dot_mxfp4_q8_0,
+        IQ4_NL => iq4::nl::vec_dot_iq4_nl_q8_0,
+        IQ4_XS => iq4::xs::vec_dot_iq4_xs_q8_k,
         Q2_K => |_, w, a| dot_q8_k(w, a, q2_k::unpack),
         Q3_K => |_, w, a| dot_q8_k(w, a, q3_k::unpack),
         Q4_K => |_, w, a| dot_q8_k(w, a, q4_k::unpack),
@@ -84,6 +87,8 @@ pub fn quantize_row_ref(ty: GgmlType) -> Option<QuantizeRowFn> {
         Q8_0 => legacy::quantize_q8_0,
         Q8_1 => legacy::quantize_q8_1,
         MXFP4 => mxfp4::quantize,
+        IQ4_NL => iq4::nl::quantize,
+        IQ4_XS => iq4::xs::quantize,
         Q2_K => q2_k::quantize,
         Q3_K => q3_k::quantize,
         Q4_K => q4_k::quantize,
@@ -108,6 +113,8 @@ fn dequantize_fn(ty: GgmlType) -> Option<DequantizeRowFn> {
         Q8_0 => legacy::dequantize_q8_0,
         Q8_1 => legacy::dequantize_q8_1,
         MXFP4 => mxfp4::dequantize,
+        IQ4_NL => iq4::nl::dequantize,
+        IQ4_XS => iq4::xs::dequantize,
         Q2_K => |s, d| dequantize(s, d, q2_k::unpack),
         Q3_K => |s, d| dequantize(s, d, q3_k::unpack),
         Q4_K => |s, d| dequantize(s, d, q4_k::unpack),

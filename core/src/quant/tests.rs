@@ -8,6 +8,8 @@ use alloc::vec::Vec;
 use super::*;
 
 const VECTORS: &[u8] = include_bytes!("../../testdata/quant/vectors.bin");
+/// IQ4_NL / IQ4_XS rows quantized by ggml itself (scripts/gen-iq4-quant-vectors.py).
+const IQ4_QUANTIZED: &[u8] = include_bytes!("../../testdata/quant/iq4-quantize.bin");
 
 struct Record<'a> {
     kind: u8,
@@ -18,13 +20,17 @@ struct Record<'a> {
 }
 
 fn records() -> Vec<Record<'static>> {
+    records_of(VECTORS)
+}
+
+fn records_of(vectors: &'static [u8]) -> Vec<Record<'static>> {
     let mut out = Vec::new();
     let mut p = 0;
-    while p < VECTORS.len() {
-        assert_eq!(&VECTORS[p..p + 2], b"QV");
-        let kind = VECTORS[p + 2];
+    while p < vectors.len() {
+        assert_eq!(&vectors[p..p + 2], b"QV");
+        let kind = vectors[p + 2];
         let rd =
-            |o: usize| u32::from_le_bytes(VECTORS[p + o..p + o + 4].try_into().unwrap()) as usize;
+            |o: usize| u32::from_le_bytes(vectors[p + o..p + o + 4].try_into().unwrap()) as usize;
         let (ty, n, nb) = (GgmlType::from_id(rd(3) as u32).unwrap(), rd(7), rd(11));
         p += 15;
         let (la, lb) = if kind == 0 { (nb, 4 * n) } else { (4 * n, nb) };
@@ -32,8 +38,8 @@ fn records() -> Vec<Record<'static>> {
             kind,
             ty,
             n,
-            a: &VECTORS[p..p + la],
-            b: &VECTORS[p + la..p + la + lb],
+            a: &vectors[p..p + la],
+            b: &vectors[p + la..p + la + lb],
         });
         p += la + lb;
     }
@@ -80,6 +86,8 @@ fn dequantize_matches_gguf_py() {
         GgmlType::Q5_K,
         GgmlType::Q6_K,
         GgmlType::MXFP4,
+        GgmlType::IQ4_NL,
+        GgmlType::IQ4_XS,
     ] {
         assert!(seen.contains(&ty), "no vectors for {ty}");
     }
@@ -109,6 +117,29 @@ fn quantize_matches_gguf_py() {
             .any(|r| r.kind == 1 && r.ty == GgmlType::MXFP4),
         "no MXFP4 quantization vectors"
     );
+}
+
+/// Our IQ4_NL / IQ4_XS quantizers write the bytes ggml's own `ggml_quantize_chunk` writes
+/// (random, tiny, huge, outlier and all-zero rows).
+#[test]
+fn iq4_quantize_matches_ggml() {
+    let mut seen = Vec::new();
+    for r in records_of(IQ4_QUANTIZED) {
+        assert_eq!(r.kind, 1);
+        let x = f32s(r.a);
+        let mut got = vec![0u8; r.b.len()];
+        quantize_row(r.ty, &x, &mut got).unwrap();
+        let differ = got.iter().zip(r.b).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differ,
+            0,
+            "{}: {differ} of {} bytes differ",
+            r.ty,
+            got.len()
+        );
+        seen.push(r.ty);
+    }
+    assert!(seen.contains(&GgmlType::IQ4_NL) && seen.contains(&GgmlType::IQ4_XS));
 }
 
 fn gaussian(n: usize, seed: u64) -> Vec<f32> {
@@ -160,6 +191,8 @@ fn round_trip_error_bounds() {
         (Q4_1, 0.12),
         (Q4_K, 0.12),
         (MXFP4, 0.14),
+        (IQ4_NL, 0.11),
+        (IQ4_XS, 0.11),
         (Q3_K, 0.25),
         (Q2_K, 0.45),
     ];
@@ -235,7 +268,8 @@ fn wrong_lengths_are_errors() {
     assert!(dequantize_row(GgmlType::Q4_0, &[0u8; 17], &mut out).is_err());
     assert!(quantize_row(GgmlType::Q4_K, &[0.0; 255], &mut [0u8; 144]).is_err());
     assert!(quantize_row(GgmlType::IQ2_XXS, &[0.0; 256], &mut [0u8; 66]).is_err());
-    assert!(dequantize_row(GgmlType::IQ4_NL, &[0u8; 18], &mut [0.0; 32]).is_err());
+    assert!(dequantize_row(GgmlType::IQ3_S, &[0u8; 110], &mut [0.0; 256]).is_err());
+    assert!(dequantize_row(GgmlType::IQ4_XS, &[0u8; 136], &mut [0.0; 255]).is_err());
 }
 
 #[test]

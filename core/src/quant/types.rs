@@ -178,6 +178,8 @@ impl GgmlType {
                 | Q6_K
                 | Q8_K
                 | MXFP4
+                | IQ4_NL
+                | IQ4_XS
         )
     }
 }

@@ -56,6 +56,10 @@ safe_dots!(
     dot_q6_k_sdot,
     dot_mxfp4,
     dot_mxfp4_sdot,
+    dot_iq4_nl,
+    dot_iq4_nl_sdot,
+    dot_iq4_xs,
+    dot_iq4_xs_sdot,
 );
 
 /// Wraps the `neon,dotprod` interleaved kernels of `$module` (matrix × vector and batch) in
@@ -111,6 +115,8 @@ pub(super) unsafe fn fill_neon(k: &mut Kernels, f: &CpuFeatures) {
         k.set_vec_dot(Q5_K, dot_q5_k_sdot);
         k.set_vec_dot(Q6_K, dot_q6_k_sdot);
         k.set_vec_dot(MXFP4, dot_mxfp4_sdot);
+        k.set_vec_dot(IQ4_NL, dot_iq4_nl_sdot);
+        k.set_vec_dot(IQ4_XS, dot_iq4_xs_sdot);
         // the interleaved kernels are SDOT only: without dotprod, `QMatrix::can_interleave`
         // sees no `gemv_x8` and the weights keep the row layout
         k.set_gemv_x8(Q4_0, gemv_q4_0);
@@ -135,5 +141,7 @@ pub(super) unsafe fn fill_neon(k: &mut Kernels, f: &CpuFeatures) {
         k.set_vec_dot(Q5_K, dot_q5_k);
         k.set_vec_dot(Q6_K, dot_q6_k);
         k.set_vec_dot(MXFP4, dot_mxfp4);
+        k.set_vec_dot(IQ4_NL, dot_iq4_nl);
+        k.set_vec_dot(IQ4_XS, dot_iq4_xs);
     }
 }

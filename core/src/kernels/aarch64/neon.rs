@@ -784,3 +784,6 @@ int_kernels! {
     q6_k => dot_q6_k, dot_q6_k_sdot;
     mxfp4 => dot_mxfp4, dot_mxfp4_sdot;
 }
+
+mod iq4;
+pub(super) use iq4::{dot_iq4_nl, dot_iq4_nl_sdot, dot_iq4_xs, dot_iq4_xs_sdot};

@@ -13,6 +13,7 @@ use crate::quant::{self, GgmlType};
 use crate::sampler::rng::Rng;
 
 mod interleaved;
+mod iq4;
 mod mxfp4;
 mod rows;
 
@@ -45,7 +46,7 @@ pub(crate) fn table_or_skip(isa: Isa) -> Option<Kernels> {
 }
 
 /// Weight formats every ISA's table must cover.
-pub(crate) const WEIGHT_TYPES: [GgmlType; 14] = [
+pub(crate) const WEIGHT_TYPES: [GgmlType; 16] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -60,6 +61,8 @@ pub(crate) const WEIGHT_TYPES: [GgmlType; 14] = [
     GgmlType::Q5_K,
     GgmlType::Q6_K,
     GgmlType::MXFP4,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
 ];
 
 /// Row shapes: `(values, kind)` where kind picks the value distribution.
@@ -111,6 +114,7 @@ fn raw_row(rng: &mut Rng, ty: GgmlType, n: usize) -> Vec<u8> {
     let bs = ty.block_bytes();
     let scale_fields: &[usize] = match ty {
         GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::IQ4_NL | GgmlType::IQ4_XS => &[0],
         GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q8_1 => &[0, 2],
         GgmlType::Q2_K => &[80, 82],
         GgmlType::Q3_K => &[108],

@@ -46,6 +46,7 @@ macro_rules! safe_dots {
 
 safe_dots!(
     dot_f32, dot_f16, dot_bf16, dot_q4_1, dot_q5_1, dot_q2_k, dot_q3_k, dot_q5_k, dot_mxfp4,
+    dot_iq4_nl, dot_iq4_xs,
 );
 
 /// Safe [`crate::quant::VecDotRowsFn`]s over `common::drive` with a row kernel family, and
@@ -97,6 +98,8 @@ pub(super) unsafe fn fill_simd128(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_vec_dot(Q3_K, dot_q3_k);
     k.set_vec_dot(Q5_K, dot_q5_k);
     k.set_vec_dot(MXFP4, dot_mxfp4);
+    k.set_vec_dot(IQ4_NL, dot_iq4_nl);
+    k.set_vec_dot(IQ4_XS, dot_iq4_xs);
     #[cfg(target_feature = "simd128")]
     {
         let rows: [(GgmlType, crate::quant::VecDotFn, crate::quant::VecDotRowsFn); 5] = [

@@ -482,3 +482,6 @@ pub(super) unsafe fn dot_bf16(n: usize, w: &[u8], a: &[u8]) -> f32 {
         |b| f32::from_bits((u16::from_le_bytes(b) as u32) << 16),
     )
 }
+
+mod iq4;
+pub(super) use iq4::{dot_iq4_nl, dot_iq4_xs};

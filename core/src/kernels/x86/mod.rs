@@ -19,6 +19,7 @@ mod avx512_gemv;
 mod avx512_x8;
 mod avx512_x8_k;
 mod flash_simd;
+mod iq4;
 mod mxfp4;
 mod store_tile;
 
@@ -45,6 +46,21 @@ mod avx2_safe {
         avx2: dot_f32, dot_f16, dot_bf16, dot_q4_0, dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0,
         dot_q2_k, dot_q3_k, dot_q4_k, dot_q5_k, dot_q6_k
     );
+}
+
+mod iq4_safe {
+    use super::iq4;
+    super::safe_dots!(iq4: dot_iq4_nl_avx2, dot_iq4_nl_avx512, dot_iq4_xs_avx2, dot_iq4_xs_avx512);
+
+    pub(super) fn rows_iq4_nl_avx2(cols: usize, w: &[u8], a: &[u8], n: usize, out: &mut [f32]) {
+        // SAFETY: installed only by `fill_avx2` (see `safe_dots`).
+        unsafe { iq4::rows_iq4_nl_avx2(cols, w, a, n, out) }
+    }
+
+    pub(super) fn rows_iq4_xs_avx2(cols: usize, w: &[u8], a: &[u8], n: usize, out: &mut [f32]) {
+        // SAFETY: installed only by `fill_avx2` (see `safe_dots`).
+        unsafe { iq4::rows_iq4_xs_avx2(cols, w, a, n, out) }
+    }
 }
 
 mod mxfp4_safe {
@@ -188,6 +204,10 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_vec_dot(GgmlType::Q6_K, dot_q6_k);
     k.set_vec_dot(GgmlType::MXFP4, mxfp4_safe::dot_mxfp4_avx2);
     k.set_vec_dot_rows(GgmlType::MXFP4, mxfp4_safe::rows_mxfp4_avx2);
+    k.set_vec_dot(GgmlType::IQ4_NL, iq4_safe::dot_iq4_nl_avx2);
+    k.set_vec_dot(GgmlType::IQ4_XS, iq4_safe::dot_iq4_xs_avx2);
+    k.set_vec_dot_rows(GgmlType::IQ4_NL, iq4_safe::rows_iq4_nl_avx2);
+    k.set_vec_dot_rows(GgmlType::IQ4_XS, iq4_safe::rows_iq4_xs_avx2);
     k.set_gemv_x8(GgmlType::Q4_0, avx2_x8_safe::gemv_q4_0);
     k.set_gemv_x8(GgmlType::Q5_0, avx2_x8_safe::gemv_q5_0);
     k.set_gemv_x8(GgmlType::Q8_0, avx2_x8_safe::gemv_q8_0);
@@ -233,6 +253,11 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         k.set_vec_dot(GgmlType::Q4_K, dot_q4_k);
         k.set_vec_dot(GgmlType::Q6_K, dot_q6_k);
         k.set_vec_dot(GgmlType::MXFP4, mxfp4_safe::dot_mxfp4_avx512);
+        k.set_vec_dot(GgmlType::IQ4_NL, iq4_safe::dot_iq4_nl_avx512);
+        k.set_vec_dot(GgmlType::IQ4_XS, iq4_safe::dot_iq4_xs_avx512);
+        // as MXFP4's: the AVX2 kernels of several tokens are not measured against these
+        k.clear_vec_dot_rows(GgmlType::IQ4_NL);
+        k.clear_vec_dot_rows(GgmlType::IQ4_XS);
         // the AVX2 kernel of several tokens has not been measured against this one-row
         // kernel per token on an AVX-512 machine (and would run decode on AVX2 too)
         k.clear_vec_dot_rows(GgmlType::MXFP4);
