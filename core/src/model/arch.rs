@@ -17,10 +17,28 @@ pub enum Arch {
     /// OpenAI's gpt-oss: router with bias, softmax over the chosen experts' logits, expert
     /// biases, clamped SwiGLU, attention sinks, sliding window on alternate layers.
     GptOss,
+    /// Phi-3 / 3.5 / 4-mini: fused QKV (`attn_qkv`), gate and up fused in one `ffn_up` of
+    /// twice the width (gate first), LongRoPE's factor tables (`rope_factors_long/short`);
+    /// its sliding window is ignored (as llama.cpp does).
+    Phi3,
+    /// Gemma 2: Gemma 3 without QK-norm, with attention and final logit soft-capping, the
+    /// sliding window on alternate layers and the output tied to the embeddings.
+    Gemma2,
+    /// IBM Granite (3.x dense): embedding, residual, attention and logit scales.
+    Granite,
+    /// OLMo 2 (and OLMo 3's sliding window): no pre-norms, post-attention / post-FFN norms,
+    /// QK-norm over the whole q / k projection.
+    Olmo2,
+    /// EXAONE 3 / 3.5: the llama graph with NeoX RoPE.
+    Exaone,
+    /// InternLM2: the llama graph (its converter splits the fused wqkv).
+    InternLm2,
+    /// XVERSE: the llama graph.
+    Xverse,
 }
 
 /// The architectures `from_name` knows, for error messages.
-pub const SUPPORTED: &str = "llama (incl. Mixtral-style experts), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma3, gpt-oss";
+pub const SUPPORTED: &str = "llama (incl. Mixtral-style experts), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, olmo2, exaone, internlm2, xverse";
 
 /// Feed-forward gate activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +62,13 @@ impl Arch {
             "qwen2moe" => Arch::Qwen2Moe,
             "qwen3moe" => Arch::Qwen3Moe,
             "gpt-oss" => Arch::GptOss,
+            "phi3" => Arch::Phi3,
+            "gemma2" => Arch::Gemma2,
+            "granite" => Arch::Granite,
+            "olmo2" => Arch::Olmo2,
+            "exaone" => Arch::Exaone,
+            "internlm2" => Arch::InternLm2,
+            "xverse" => Arch::Xverse,
             other => return Err(Error::UnknownArchitecture(other.into())),
         })
     }
@@ -59,24 +84,37 @@ impl Arch {
             Arch::Qwen2Moe => "qwen2moe",
             Arch::Qwen3Moe => "qwen3moe",
             Arch::GptOss => "gpt-oss",
+            Arch::Phi3 => "phi3",
+            Arch::Gemma2 => "gemma2",
+            Arch::Granite => "granite",
+            Arch::Olmo2 => "olmo2",
+            Arch::Exaone => "exaone",
+            Arch::InternLm2 => "internlm2",
+            Arch::Xverse => "xverse",
         }
     }
 
     pub fn rope_style(self) -> RopeStyle {
         match self {
-            Arch::Llama | Arch::Mistral => RopeStyle::Normal,
+            Arch::Llama | Arch::Mistral | Arch::Granite | Arch::InternLm2 | Arch::Xverse => {
+                RopeStyle::Normal
+            }
             Arch::Qwen2
             | Arch::Qwen3
             | Arch::Gemma3
             | Arch::Qwen2Moe
             | Arch::Qwen3Moe
-            | Arch::GptOss => RopeStyle::Neox,
+            | Arch::GptOss
+            | Arch::Phi3
+            | Arch::Gemma2
+            | Arch::Olmo2
+            | Arch::Exaone => RopeStyle::Neox,
         }
     }
 
     pub fn activation(self) -> Activation {
         match self {
-            Arch::Gemma3 => Activation::Gelu,
+            Arch::Gemma2 | Arch::Gemma3 => Activation::Gelu,
             Arch::GptOss => Activation::SwigluOai,
             _ => Activation::Silu,
         }
@@ -84,7 +122,7 @@ impl Arch {
 
     /// Gemma multiplies the token embeddings by sqrt(n_embd).
     pub fn scales_embeddings(self) -> bool {
-        matches!(self, Arch::Gemma3)
+        matches!(self, Arch::Gemma2 | Arch::Gemma3)
     }
 
     /// Sliding-window layer pattern when the file gives none: `Some(n)` means every n-th
@@ -93,8 +131,18 @@ impl Arch {
         match self {
             Arch::Gemma3 => Some(6),
             // llama.cpp: `load_swa_pattern(ml, 2)`, even layers windowed
-            Arch::GptOss => Some(2),
+            Arch::GptOss | Arch::Gemma2 => Some(2),
+            // OLMo 3 (an olmo2 file with a window): 3 local, 1 global
+            Arch::Olmo2 => Some(4),
             _ => None,
+        }
+    }
+
+    /// Window of the sliding-window layers when the file gives none (0: no window).
+    pub fn default_sliding_window(self) -> usize {
+        match self {
+            Arch::Gemma2 => 4096,
+            _ => 0,
         }
     }
 
@@ -114,11 +162,68 @@ impl Arch {
         matches!(self, Arch::Qwen2Moe | Arch::Qwen3Moe | Arch::GptOss)
     }
 
+    /// Whether attention and FFN have input norms (`attn_norm`, `ffn_norm`; OLMo 2 has
+    /// only the norms after them).
+    pub fn has_pre_norms(self) -> bool {
+        !matches!(self, Arch::Olmo2)
+    }
+
+    /// Whether QK-norm normalises the whole q / k projection of a token (OLMo 2) rather
+    /// than each head.
+    pub fn whole_qk_norm(self) -> bool {
+        matches!(self, Arch::Olmo2)
+    }
+
+    /// Whether gate and up are one `ffn_up` tensor of twice the width, gate first (Phi-3).
+    pub fn fused_gate_up(self) -> bool {
+        matches!(self, Arch::Phi3)
+    }
+
+    /// Whether the output matrix is always the embedding table (Gemma 2: llama.cpp reads no
+    /// `output.weight`).
+    pub fn always_tied(self) -> bool {
+        matches!(self, Arch::Gemma2)
+    }
+
     /// The pre-FFN norm's tensor name (gpt-oss calls it `post_attention_norm`).
     pub fn ffn_norm_tensor(self) -> &'static str {
         match self {
             Arch::GptOss => "post_attention_norm.weight",
             _ => "ffn_norm.weight",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every architecture is found by its name, and the refusal's list names it.
+    #[test]
+    fn names_round_trip_and_are_listed() {
+        use Arch::*;
+        let all = [
+            Llama, Mistral, Qwen2, Qwen3, Gemma3, Qwen2Moe, Qwen3Moe, GptOss, Phi3, Gemma2,
+            Granite, Olmo2, Exaone, InternLm2, Xverse,
+        ];
+        let listed: alloc::vec::Vec<&str> = SUPPORTED
+            .split(", ")
+            .map(|a| a.split(' ').next().unwrap_or(a))
+            .collect();
+        assert_eq!(listed.len(), all.len(), "{SUPPORTED}");
+        for a in all {
+            assert_eq!(Arch::from_name(a.name()).unwrap(), a);
+            assert!(
+                listed.contains(&a.name()),
+                "{} is not in {SUPPORTED}",
+                a.name()
+            );
+        }
+        let e = Arch::from_name("starcoder2").unwrap_err();
+        let msg = alloc::format!("{e}");
+        assert!(
+            msg.contains("starcoder2") && msg.contains(SUPPORTED),
+            "{msg}"
+        );
     }
 }

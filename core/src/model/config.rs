@@ -35,9 +35,18 @@ pub struct Config {
     pub rope_freq_scale_swa: f32,
     /// YaRN's parameters, the same for every layer (`Yarn::NONE` without YaRN).
     pub yarn: Yarn,
+    /// The context the RoPE scaling was made for (`rope.scaling.original_context_length`,
+    /// else the training context): LongRoPE takes its long factors for contexts beyond it.
+    pub n_ctx_orig: usize,
     pub activation: Activation,
-    /// Multiplier of the token embeddings (1, or sqrt(n_embd) for Gemma).
+    /// Multiplier of the token embeddings (1, sqrt(n_embd) for Gemma, Granite's
+    /// `embedding_scale`).
     pub embed_scale: f32,
+    /// Multiplier of each attention and FFN output before it is added to the residual
+    /// stream (Granite's `residual_scale`; else 1).
+    pub residual_scale: f32,
+    /// Multiplier of the logits (Granite: 1 / `logit_scale`; else 1).
+    pub logit_scale: f32,
     /// Multiplier of q·k.
     pub attn_scale: f32,
     pub attn_softcap: Option<f32>,
@@ -100,7 +109,7 @@ impl Config {
         // Only architectures whose llama.cpp graph uses sliding-window attention honour the
         // window (llama.cpp ignores it for llama/mistral/qwen2).
         let sliding_window = match arch.default_swa_period() {
-            Some(_) => opt(keys::SLIDING_WINDOW)?.unwrap_or(0),
+            Some(_) => opt(keys::SLIDING_WINDOW)?.unwrap_or(arch.default_sliding_window()),
             None => 0,
         };
         let swa_layers = if sliding_window == 0 {
@@ -114,6 +123,22 @@ impl Config {
             )?
         };
         let softcap = |k: &str| -> Result<Option<f32>> { Ok(optf(k)?.filter(|&c| c > 0.0)) };
+        let scales = Scales::read(arch, &optf, n_embd, n_head, n_layer, head_dim_k)?;
+        if arch == Arch::Granite && f.get_bool(&key("rope.scaling.finetuned"))? == Some(false) {
+            return Err(Error::UnsupportedModel(alloc::format!(
+                "{} is false: Granite without RoPE is not supported (supported: Granite with \
+                 RoPE, the default)",
+                key("rope.scaling.finetuned")
+            )));
+        }
+        if arch == Arch::Olmo2 && sliding_window > 0 && scaling.yarn != Yarn::NONE {
+            // OLMo 3 leaves its sliding-window layers unscaled; the YaRN here is per model
+            return Err(Error::UnsupportedModel(
+                "OLMo 3 with YaRN scaling and a sliding window is not supported (supported: \
+                 either one alone)"
+                    .to_string(),
+            ));
+        }
 
         let n_vocab = f
             .tensor("token_embd.weight")
@@ -142,13 +167,12 @@ impl Config {
             rope_freq_scale: scaling.freq_scale,
             rope_freq_scale_swa: scaling.freq_scale_swa,
             yarn: scaling.yarn,
+            n_ctx_orig: scaling.n_ctx_orig,
             activation: arch.activation(),
-            embed_scale: if arch.scales_embeddings() {
-                libm::sqrtf(n_embd as f32)
-            } else {
-                1.0
-            },
-            attn_scale: 1.0 / libm::sqrtf(head_dim_k as f32),
+            embed_scale: scales.embed,
+            residual_scale: scales.residual,
+            logit_scale: scales.logit,
+            attn_scale: scales.attn,
             attn_softcap: softcap(keys::ATTN_LOGIT_SOFTCAP)?,
             final_softcap: softcap(keys::FINAL_LOGIT_SOFTCAP)?,
             sliding_window,
@@ -188,6 +212,57 @@ impl Config {
             head_dim_k: self.head_dim_k,
             head_dim_v: self.head_dim_v,
         }
+    }
+}
+
+/// The multipliers of embeddings, residual additions, logits and q·k.
+struct Scales {
+    embed: f32,
+    residual: f32,
+    logit: f32,
+    attn: f32,
+}
+
+impl Scales {
+    /// llama.cpp's: Gemma scales the embeddings by sqrt(n_embd) and Gemma 2 27B (46 layers)
+    /// q by 1/sqrt(n_embd / n_head); Granite reads `embedding_scale`, `residual_scale`,
+    /// `attention.scale` (each optional, 0 meaning unset) and `logit_scale` (required);
+    /// elsewhere q·k is scaled by 1/sqrt(head size).
+    fn read(
+        arch: Arch,
+        optf: &dyn Fn(&str) -> Result<Option<f32>>,
+        n_embd: usize,
+        n_head: usize,
+        n_layer: usize,
+        head_dim: usize,
+    ) -> Result<Scales> {
+        let set = |k: &str| -> Result<Option<f32>> { Ok(optf(k)?.filter(|&v| v != 0.0)) };
+        let mut s = Scales {
+            embed: 1.0,
+            residual: 1.0,
+            logit: 1.0,
+            attn: 1.0 / libm::sqrtf(head_dim as f32),
+        };
+        if arch.scales_embeddings() {
+            s.embed = libm::sqrtf(n_embd as f32);
+        }
+        if arch == Arch::Gemma2 && n_layer == 46 {
+            s.attn = 1.0 / libm::sqrtf((n_embd / n_head) as f32);
+        }
+        if arch == Arch::Granite {
+            s.embed = set("embedding_scale")?.unwrap_or(1.0);
+            s.residual = set("residual_scale")?.unwrap_or(1.0);
+            s.attn = set("attention.scale")?.unwrap_or(s.attn);
+            let logit = optf("logit_scale")?
+                .ok_or_else(|| Error::MissingKey(keys::arch_key("granite", "logit_scale")))?;
+            if !(logit.is_finite() && logit != 0.0) {
+                return Err(Error::UnsupportedModel(alloc::format!(
+                    "granite.logit_scale is {logit}: it must be a finite number other than 0"
+                )));
+            }
+            s.logit = 1.0 / logit;
+        }
+        Ok(s)
     }
 }
 

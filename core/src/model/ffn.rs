@@ -33,7 +33,7 @@ pub(super) fn ffn_block(
 ) -> Result<()> {
     let c = &w.config;
     let d = c.n_embd;
-    norm_rows(par, &mut s.xb, &s.x, &l.ffn_norm, c.rms_eps, d, n);
+    norm_rows(par, &mut s.xb, &s.x, l.ffn_norm.as_deref(), c.rms_eps, d, n);
     let glu = glu(k, c.activation);
     match &l.ffn {
         Ffn::Dense(f) => {
@@ -48,7 +48,7 @@ pub(super) fn ffn_block(
         Ffn::Moe(m) => moe::block(c, s, k, par, il, m, glu, n)?,
     }
     let norm = l.post_ffn_norm.as_deref();
-    residual(par, &mut s.x, &mut s.xb2, norm, c.rms_eps, d, n);
+    residual(par, &mut s.x, &mut s.xb2, norm, c, n);
     Ok(())
 }
 

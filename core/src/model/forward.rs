@@ -5,14 +5,17 @@
 //! ```text
 //! x = embed(token) * embed_scale                                  (every token of the step)
 //! for each layer:
-//!     h = rmsnorm(x) ; q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv)  (one product per matrix)
-//!     q,k = per-head rmsnorm (qk-norm) ; rope(q, k) ; k,v -> the sequence's cache blocks
-//!     a = attention(q, its sequence's cache[window]) ; a = Wo a ; a = rmsnorm(a) (post-norm)
-//!     x = x + a
-//!     h = rmsnorm(x) ; f = down(act(gate h) * up h) ; f = rmsnorm(f) (post-norm)
-//!         (a mixture: f = Σ over the token's top-k experts e of weight_e · expert_e(h))
-//!     x = x + f
-//! logits = output(rmsnorm(x)) (softcapped), for the tokens that want them
+//!     h = rmsnorm(x) (pre-norm, or x) ; q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv)
+//!         (one product per matrix; a fused QKV tensor is three views of its rows)
+//!     q,k = rmsnorm per head or over the projection (qk-norm) ; rope(q, k) (LongRoPE's
+//!         factors by context) ; k,v -> the sequence's cache blocks
+//!     a = attention(q, its sequence's cache[window]) (softcapped scores) ; a = Wo a
+//!     a = rmsnorm(a) (post-norm) ; x = x + a * residual_scale
+//!     h = rmsnorm(x) (pre-norm, or x) ; f = down(act(gate h) * up h) ; f = rmsnorm(f)
+//!         (post-norm) (a mixture: f = Σ over the token's top-k experts e of weight_e ·
+//!         expert_e(h))
+//!     x = x + f * residual_scale
+//! logits = output(rmsnorm(x)) * logit_scale (softcapped), for the tokens that want them
 //! ```
 //!
 //! Every matrix product runs over all the step's tokens at once (`ops::matmul::matmul`: a
@@ -39,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::ops::matmul::{matmul, matvec_f32, matvec_many, BatchAct, QMatrix};
 use crate::ops::norm::{rmsnorm, rmsnorm_inplace};
+use crate::ops::softcap::softcap;
 use crate::parallel::{for_each_range, DisjointSlice, Parallel};
 
 /// Attention work (Σ tokens × positions seen) from which a step's attention tiles are spread
@@ -186,7 +190,7 @@ fn run_pass(
         let output = w.output.row_prefix(scored)?;
         matvec_f32(k, par, &output, &s.xb[..d], &mut s.act1, head)?;
         rest.fill(f32::NEG_INFINITY);
-        softcap(c.final_softcap, head);
+        finish_logits(c, head);
         on_logits(first + t, logits);
     } else if !wanted.is_empty() {
         grow(&mut s.logits, wanted.len().min(LOGIT_ROWS) * vocab);
@@ -204,7 +208,7 @@ fn run_pass(
             for (&t, logits) in rows.iter().zip(s.logits.chunks_exact_mut(vocab)) {
                 // several rows score the whole vocabulary (a draft's steps want one row)
                 logits[scored..].fill(f32::NEG_INFINITY);
-                softcap(c.final_softcap, &mut logits[..scored]);
+                finish_logits(c, &mut logits[..scored]);
                 on_logits(first + t, logits);
             }
         }
@@ -222,12 +226,13 @@ fn grow(v: &mut Vec<f32>, len: usize) {
     }
 }
 
-/// Gemma 2's final logit soft-capping, `cap · tanh(l / cap)`.
-fn softcap(cap: Option<f32>, logits: &mut [f32]) {
-    if let Some(cap) = cap {
-        logits
-            .iter_mut()
-            .for_each(|l| *l = cap * libm::tanhf(*l / cap));
+/// The logits' last touches: Granite's scale, Gemma 2's soft-capping.
+fn finish_logits(c: &super::Config, logits: &mut [f32]) {
+    if c.logit_scale != 1.0 {
+        logits.iter_mut().for_each(|l| *l *= c.logit_scale);
+    }
+    if let Some(cap) = c.final_softcap {
+        softcap(logits, cap);
     }
 }
 
@@ -267,17 +272,22 @@ pub(super) fn project_many<const M: usize>(
     Ok(())
 }
 
-/// `rmsnorm` of each of the first `n` rows, spread over the workers.
+/// `rmsnorm` of each of the first `n` rows, spread over the workers; without a norm
+/// (OLMo 2's blocks take the residual stream as it is), a copy.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn norm_rows(
     par: &dyn Parallel,
     out: &mut [f32],
     x: &[f32],
-    weight: &[f32],
+    weight: Option<&[f32]>,
     eps: f32,
     dim: usize,
     n: usize,
 ) {
+    let Some(weight) = weight else {
+        out[..n * dim].copy_from_slice(&x[..n * dim]);
+        return;
+    };
     let out = DisjointSlice::new(out);
     for_each_range(par, n, ROW_CHUNK, &|start, end| {
         for t in start..end {
@@ -288,18 +298,18 @@ pub(super) fn norm_rows(
     });
 }
 
-/// `x += f(y)` row by row: the optional output norm, then the residual add; the rows
-/// spread over the workers.
+/// `x += f(y)` row by row: the optional output norm, the residual scale (Granite's; 1
+/// elsewhere), then the residual add; the rows spread over the workers.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn residual(
     par: &dyn Parallel,
     x: &mut [f32],
     y: &mut [f32],
     norm: Option<&[f32]>,
-    eps: f32,
-    dim: usize,
+    c: &super::Config,
     n: usize,
 ) {
+    let (eps, dim, scale) = (c.rms_eps, c.n_embd, c.residual_scale);
     let (xs, ys) = (DisjointSlice::new(x), DisjointSlice::new(y));
     for_each_range(par, n, ROW_CHUNK, &|start, end| {
         for t in start..end {
@@ -307,6 +317,9 @@ pub(super) fn residual(
             let (x, y) = unsafe { (xs.piece(t * dim, dim), ys.piece(t * dim, dim)) };
             if let Some(w) = norm {
                 rmsnorm_inplace(y, w, eps);
+            }
+            if scale != 1.0 {
+                y.iter_mut().for_each(|a| *a *= scale);
             }
             x.iter_mut().zip(&*y).for_each(|(x, a)| *x += a);
         }
@@ -329,7 +342,8 @@ fn attention_block(
     let d = c.n_embd;
     let (k_row, v_row) = c.kv_row();
     let (q_row, o_row) = (c.n_head * c.head_dim_k, c.n_head * c.head_dim_v);
-    norm_rows(par, &mut s.xb, &s.x, &l.attn_norm, c.rms_eps, d, n);
+    let attn_norm = l.attn_norm.as_deref();
+    norm_rows(par, &mut s.xb, &s.x, attn_norm, c.rms_eps, d, n);
     let qkv = [&l.wq, &l.wk, &l.wv];
     if n == 1 {
         let outs = [&mut s.q[..q_row], &mut s.k[..k_row], &mut s.v[..v_row]];
@@ -339,7 +353,7 @@ fn attention_block(
         project_many(k, par, &mut s.act, qkv, &s.xb, n, outs)?;
     }
     // biases, norms and RoPE token by token on the workers, then the cache writes
-    let angles = s.rope_angles(w, par, il);
+    let angles = s.rope_angles(w, par, il, pool.n_ctx());
     let angles = &s.rope[angles];
     let rotations = [pool.key_rotation(), pool.value_rotation()];
     let (qs, ks, vs) = (
@@ -402,6 +416,6 @@ fn attention_block(
         add_bias(row, &l.bo);
     }
     let norm = l.post_attn_norm.as_deref();
-    residual(par, &mut s.x, &mut s.xb2, norm, c.rms_eps, d, n);
+    residual(par, &mut s.x, &mut s.xb2, norm, c, n);
     Ok(())
 }

@@ -31,6 +31,9 @@ pub(super) struct RopeScaling {
     pub freq_scale_swa: f32,
     /// The same for every layer (llama.cpp's context parameters).
     pub yarn: Yarn,
+    /// `rope.scaling.original_context_length`, else the training context (llama.cpp's
+    /// `n_ctx_orig_yarn`).
+    pub n_ctx_orig: usize,
 }
 
 /// Reads the scaling of architecture `arch` (its name, the key prefix) whose training
@@ -54,19 +57,18 @@ pub(super) fn read(f: &GgufFile<'_>, arch: &str, n_ctx_train: usize) -> Result<R
     let kind = f
         .get_str(&key(keys::ROPE_SCALING_TYPE))?
         .unwrap_or("linear");
+    let n_ctx_orig = match f.get_u64(&key(ROPE_SCALING_ORIG_CTX_LEN))? {
+        Some(n) if n > 0 => n as usize,
+        _ => n_ctx_train,
+    };
     let (freq_scale, yarn) = match kind {
         "none" => (1.0, Yarn::NONE),
-        "linear" => (scale_train, Yarn::NONE),
-        "yarn" => {
-            let n_ctx_orig = match f.get_u64(&key(ROPE_SCALING_ORIG_CTX_LEN))? {
-                Some(n) if n > 0 => n as usize,
-                _ => n_ctx_train,
-            };
-            (scale_train, Yarn::new(scale_train, n_ctx_orig, 1.0))
-        }
+        // LongRoPE's factor tables are tensors (`Weights`); otherwise it scales as linear
+        "linear" | "longrope" => (scale_train, Yarn::NONE),
+        "yarn" => (scale_train, Yarn::new(scale_train, n_ctx_orig, 1.0)),
         other => {
             return Err(Error::UnsupportedModel(alloc::format!(
-                "rope scaling type '{other}' (supported: none, linear, yarn)"
+                "rope scaling type '{other}' (supported: none, linear, yarn, longrope)"
             )));
         }
     };
@@ -76,26 +78,39 @@ pub(super) fn read(f: &GgufFile<'_>, arch: &str, n_ctx_train: usize) -> Result<R
         attn_factor: yarn.attn_factor * attn_factor,
         ..yarn
     };
-    // gpt-oss (llama.cpp's openai-moe) gives its sliding-window layers the full layers'
-    // scale; the others leave them unscaled
-    let freq_scale_swa = if arch == "gpt-oss" { scale_train } else { 1.0 };
+    // gpt-oss (llama.cpp's openai-moe) and Gemma 2 give their sliding-window layers the full
+    // layers' scale; the others leave them unscaled
+    let freq_scale_swa = if matches!(arch, "gpt-oss" | "gemma2") {
+        scale_train
+    } else {
+        1.0
+    };
     Ok(RopeScaling {
         freq_scale,
         freq_scale_swa,
         yarn,
+        n_ctx_orig,
     })
 }
 
-/// Layer `il`'s RoPE frequencies: its base and scale (`Config::layer_rope`), the model's
-/// frequency factors and YaRN.
-pub(crate) fn layer_freqs<'w>(w: &'w Weights<'_>, il: usize) -> RopeFreqs<'w> {
+/// Layer `il`'s RoPE frequencies in a context of `n_ctx` positions per sequence: its base
+/// and scale (`Config::layer_rope`), the model's frequency factors and YaRN. The factors are
+/// `rope_freqs`, else LongRoPE's long table when `n_ctx` exceeds the original context and
+/// its short one otherwise (llama.cpp's `get_rope_factors`, with `n_ctx_seq`).
+pub(crate) fn layer_freqs<'w>(w: &'w Weights<'_>, il: usize, n_ctx: usize) -> RopeFreqs<'w> {
     let c = &w.config;
     let (base, freq_scale) = c.layer_rope(il);
+    let long = n_ctx > c.n_ctx_orig;
+    let freq_factors = w.rope_freqs.as_deref().or(if long {
+        w.rope_long.as_deref()
+    } else {
+        w.rope_short.as_deref()
+    });
     RopeFreqs {
         n_rot: c.n_rot,
         base,
         freq_scale,
-        freq_factors: w.rope_freqs.as_deref(),
+        freq_factors,
         yarn: c.yarn,
     }
 }
@@ -179,8 +194,21 @@ mod tests {
         .unwrap();
         assert_eq!((r.freq_scale, r.yarn), (1.0, Yarn::NONE));
         assert_eq!(read_meta("qwen2", &[]).unwrap().freq_scale, 1.0);
-        let e = read_meta("qwen2", &[("rope.scaling.type", s("longrope"))]).unwrap_err();
-        assert!(alloc::format!("{e}").contains("longrope"), "{e}");
+        let e = read_meta("qwen2", &[("rope.scaling.type", s("dynamic"))]).unwrap_err();
+        assert!(alloc::format!("{e}").contains("dynamic"), "{e}");
+        // LongRoPE (Phi-3): linear with its factor tables; the original context is read
+        let r = read_meta(
+            "phi3",
+            &[
+                ("rope.scaling.type", s("longrope")),
+                ("rope.scaling.original_context_length", MetaValue::U32(4096)),
+                ("rope.scaling.attn_factor", MetaValue::F32(1.19)),
+            ],
+        )
+        .unwrap();
+        assert_eq!((r.freq_scale, r.n_ctx_orig), (1.0, 4096));
+        assert_eq!((r.yarn.ext_factor, r.yarn.attn_factor), (0.0, 1.19));
+        assert_eq!(read_meta("phi3", &[]).unwrap().n_ctx_orig, 8192);
         let e = read_meta(
             "qwen2",
             &[("rope.scaling.factor", MetaValue::F32(f32::NAN))],

@@ -258,9 +258,16 @@ impl Scratch {
         }
     }
 
-    /// The index in the RoPE tables of layer `il`'s angles for the current pass's positions,
-    /// computed (spread over the workers) unless a layer with the same (base, scale) did.
-    pub(super) fn rope_angles(&mut self, w: &Weights<'_>, par: &dyn Parallel, il: usize) -> usize {
+    /// The index in the RoPE tables of layer `il`'s angles for the current pass's positions
+    /// (in a context of `n_ctx` positions per sequence), computed (spread over the workers)
+    /// unless a layer with the same (base, scale) did.
+    pub(super) fn rope_angles(
+        &mut self,
+        w: &Weights<'_>,
+        par: &dyn Parallel,
+        il: usize,
+        n_ctx: usize,
+    ) -> usize {
         let rope = w.config.layer_rope(il);
         let pass = self.pass;
         if let Some(i) = self
@@ -299,7 +306,7 @@ impl Scratch {
             for (t, &pos) in positions.iter().enumerate().take(end).skip(start) {
                 // SAFETY: token t's angles belong to this range only.
                 let (c, s) = unsafe { (cos.piece(t * half, half), sin.piece(t * half, half)) };
-                rope_angles(w, il, pos, c, s);
+                rope_angles(w, il, n_ctx, pos, c, s);
             }
         });
         i

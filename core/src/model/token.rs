@@ -33,13 +33,12 @@ pub(super) fn ready_token(
     add_bias(q, &l.bq);
     add_bias(k, &l.bk);
     add_bias(v, &l.bv);
-    if let Some(n) = &l.q_norm {
-        q.chunks_exact_mut(c.head_dim_k)
-            .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
-    }
-    if let Some(n) = &l.k_norm {
-        k.chunks_exact_mut(c.head_dim_k)
-            .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
+    // per head, or over the whole projection when the norm is as long as it (OLMo 2)
+    for (x, norm) in [(&mut *q, &l.q_norm), (&mut *k, &l.k_norm)] {
+        if let Some(n) = norm {
+            x.chunks_exact_mut(n.len())
+                .for_each(|h| rmsnorm_inplace(h, n, c.rms_eps));
+        }
     }
 
     rope::apply(q, c.head_dim_k, c.rope_style, rope);
@@ -55,16 +54,18 @@ pub(super) fn ready_token(
     }
 }
 
-/// Layer `il`'s RoPE angles for position `pos` (`n_rot / 2` each): the layer's base and
-/// scale (sliding-window layers may have their own), the model's frequency factors, YaRN.
+/// Layer `il`'s RoPE angles for position `pos` (`n_rot / 2` each) in a context of `n_ctx`
+/// positions per sequence: the layer's base and scale (sliding-window layers may have their
+/// own), the model's frequency factors (LongRoPE's depend on `n_ctx`), YaRN.
 pub(super) fn rope_angles(
     w: &Weights<'_>,
     il: usize,
+    n_ctx: usize,
     pos: usize,
     cos: &mut [f32],
     sin: &mut [f32],
 ) {
-    rope::rope_cache(pos, &layer_freqs(w, il), cos, sin);
+    rope::rope_cache(pos, &layer_freqs(w, il, n_ctx), cos, sin);
 }
 
 /// The positions the token at `pos` sees in layer `il`: a sliding-window layer the last

@@ -22,7 +22,8 @@ const REPACK_PIECE: usize = 1 << 20;
 
 /// One decoder block.
 pub struct Layer<'a> {
-    pub attn_norm: Cow<'a, [f32]>,
+    /// The input norms of attention and FFN (absent in OLMo 2).
+    pub attn_norm: Option<Cow<'a, [f32]>>,
     pub wq: QMatrix<'a>,
     pub wk: QMatrix<'a>,
     pub wv: QMatrix<'a>,
@@ -31,14 +32,15 @@ pub struct Layer<'a> {
     pub bk: Option<Cow<'a, [f32]>>,
     pub bv: Option<Cow<'a, [f32]>>,
     pub bo: Option<Cow<'a, [f32]>>,
-    /// Per-head RMS norms of q and k (qwen3, gemma3).
+    /// RMS norms of q and k: per head (qwen3, gemma3; `head_dim` long) or over the whole
+    /// projection (OLMo 2; as long as q / k).
     pub q_norm: Option<Cow<'a, [f32]>>,
     pub k_norm: Option<Cow<'a, [f32]>>,
     /// Norms applied to the attention / FFN outputs before the residual add (gemma).
     pub post_attn_norm: Option<Cow<'a, [f32]>>,
     /// One logit per query head in the attention softmax's denominator (gpt-oss).
     pub attn_sinks: Option<Cow<'a, [f32]>>,
-    pub ffn_norm: Cow<'a, [f32]>,
+    pub ffn_norm: Option<Cow<'a, [f32]>>,
     pub ffn: Ffn<'a>,
     pub post_ffn_norm: Option<Cow<'a, [f32]>>,
 }
@@ -66,6 +68,15 @@ impl<'a> DenseFfn<'a> {
     ) -> Result<DenseFfn<'a>> {
         let up = n(&alloc::format!("ffn_up{suffix}.weight"));
         let n_ff = b.require(&up)?.dims.get(1).copied().unwrap_or(0) as usize;
+        for part in ["gate", "up", "down"] {
+            let bias = n(&alloc::format!("ffn_{part}{suffix}.bias"));
+            if b.f.tensor(&bias).is_some() {
+                return Err(Error::UnsupportedModel(alloc::format!(
+                    "tensor '{bias}': feed-forward biases are not supported (supported: \
+                     feed-forward blocks without biases)"
+                )));
+            }
+        }
         Ok(DenseFfn {
             gate: b.matrix(
                 &n(&alloc::format!("ffn_gate{suffix}.weight")),
@@ -80,6 +91,23 @@ impl<'a> DenseFfn<'a> {
                 n_ff,
                 true,
             )?,
+        })
+    }
+
+    /// Phi-3's block: gate and up fused in one `ffn_up` of `2 n_ff` rows, the gate's first
+    /// (`ggml_swiglu` activates the first half), bound as two views of its rows.
+    pub(super) fn bind_fused(
+        b: &Binder<'_, 'a>,
+        n: &dyn Fn(&str) -> String,
+        n_embd: usize,
+    ) -> Result<DenseFfn<'a>> {
+        let down = n("ffn_down.weight");
+        let n_ff = b.require(&down)?.dims.first().copied().unwrap_or(0) as usize;
+        let [gate, up] = b.split_rows(&n("ffn_up.weight"), [n_ff, n_ff], n_embd)?;
+        Ok(DenseFfn {
+            gate,
+            up,
+            down: b.matrix(&down, n_embd, n_ff, true)?,
         })
     }
 
@@ -128,6 +156,9 @@ pub struct Weights<'a> {
     /// The LM head (the token embeddings when tied).
     pub output: QMatrix<'a>,
     pub rope_freqs: Option<Cow<'a, [f32]>>,
+    /// LongRoPE's frequency factors beyond and within the original context (Phi-3).
+    pub rope_long: Option<Cow<'a, [f32]>>,
+    pub rope_short: Option<Cow<'a, [f32]>>,
     pub layers: Vec<Layer<'a>>,
 }
 
@@ -145,45 +176,87 @@ impl<'a> Weights<'a> {
 
         let token_embd = b.matrix("token_embd.weight", c.n_vocab, c.n_embd, false)?;
         let output = match f.tensor("output.weight") {
-            Some(_) => b.matrix("output.weight", c.n_vocab, c.n_embd, true)?,
-            None => {
+            Some(_) if !c.arch.always_tied() => {
+                b.matrix("output.weight", c.n_vocab, c.n_embd, true)?
+            }
+            _ => {
                 b.check_compute(token_embd.ty, "token_embd.weight")?;
                 token_embd.clone()
             }
         };
         let output_norm = b.vector("output_norm.weight", c.n_embd)?;
         let rope_freqs = b.opt_vector("rope_freqs.weight", c.n_rot / 2)?;
+        let rope_long = b.opt_vector("rope_factors_long.weight", c.n_rot / 2)?;
+        let rope_short = b.opt_vector("rope_factors_short.weight", c.n_rot / 2)?;
+        let (q_norm_len, k_norm_len) = if c.arch.whole_qk_norm() {
+            (q_dim, k_row)
+        } else {
+            (c.head_dim_k, c.head_dim_k)
+        };
+        let norm = |name: &str| -> Result<Option<Cow<'a, [f32]>>> {
+            match c.arch.has_pre_norms() {
+                true => b.vector(name, c.n_embd).map(Some),
+                false => Ok(None),
+            }
+        };
 
         let mut layers = Vec::with_capacity(c.n_layer);
         let mut n_ff_max = 0;
         for il in 0..c.n_layer {
             let n = |s: &str| alloc::format!("blk.{il}.{s}");
             let ffn = match &c.moe {
+                None if c.arch.fused_gate_up() => {
+                    Ffn::Dense(DenseFfn::bind_fused(&b, &n, c.n_embd)?)
+                }
                 None => Ffn::Dense(DenseFfn::bind(&b, &n, "", c.n_embd)?),
                 Some(moe) => Ffn::Moe(alloc::boxed::Box::new(Experts::bind(
                     &b, il, moe, c.n_embd,
                 )?)),
             };
             n_ff_max = n_ff_max.max(ffn.width());
+            let qkv = &n("attn_qkv.weight");
+            // fused (Phi-3): one matrix of q, k, v rows, its bias likewise
+            let ([wq, wk, wv], [bq, bk, bv]) = if f.tensor(qkv).is_some() {
+                let rows = [q_dim, k_row, v_row];
+                let m = b.split_rows(qkv, rows, c.n_embd)?;
+                let bias = match b.opt_vector(&n("attn_qkv.bias"), q_dim + k_row + v_row)? {
+                    Some(v) => split_vector(v, rows).map(Some),
+                    None => [None, None, None],
+                };
+                (m, bias)
+            } else {
+                (
+                    [
+                        b.matrix(&n("attn_q.weight"), q_dim, c.n_embd, true)?,
+                        b.matrix(&n("attn_k.weight"), k_row, c.n_embd, true)?,
+                        b.matrix(&n("attn_v.weight"), v_row, c.n_embd, true)?,
+                    ],
+                    [None, None, None],
+                )
+            };
+            let or_bias = |fused: Option<Cow<'a, [f32]>>, name: &str, len: usize| match fused {
+                Some(v) => Ok(Some(v)),
+                None => b.opt_vector(&n(name), len),
+            };
             layers.push(Layer {
-                attn_norm: b.vector(&n("attn_norm.weight"), c.n_embd)?,
-                wq: b.matrix(&n("attn_q.weight"), q_dim, c.n_embd, true)?,
-                wk: b.matrix(&n("attn_k.weight"), k_row, c.n_embd, true)?,
-                wv: b.matrix(&n("attn_v.weight"), v_row, c.n_embd, true)?,
+                attn_norm: norm(&n("attn_norm.weight"))?,
+                wq,
+                wk,
+                wv,
                 wo: b.matrix(&n("attn_output.weight"), c.n_embd, o_dim, true)?,
-                bq: b.opt_vector(&n("attn_q.bias"), q_dim)?,
-                bk: b.opt_vector(&n("attn_k.bias"), k_row)?,
-                bv: b.opt_vector(&n("attn_v.bias"), v_row)?,
+                bq: or_bias(bq, "attn_q.bias", q_dim)?,
+                bk: or_bias(bk, "attn_k.bias", k_row)?,
+                bv: or_bias(bv, "attn_v.bias", v_row)?,
                 bo: b.opt_vector(&n("attn_output.bias"), c.n_embd)?,
-                q_norm: b.opt_vector(&n("attn_q_norm.weight"), c.head_dim_k)?,
-                k_norm: b.opt_vector(&n("attn_k_norm.weight"), c.head_dim_k)?,
+                q_norm: b.opt_vector(&n("attn_q_norm.weight"), q_norm_len)?,
+                k_norm: b.opt_vector(&n("attn_k_norm.weight"), k_norm_len)?,
                 // gpt-oss's `post_attention_norm` is its pre-FFN norm (`ffn_norm_tensor`)
                 post_attn_norm: match c.arch {
                     super::Arch::GptOss => None,
                     _ => b.opt_vector(&n("post_attention_norm.weight"), c.n_embd)?,
                 },
                 attn_sinks: b.opt_vector(&n("attn_sinks.weight"), c.n_head)?,
-                ffn_norm: b.vector(&n(c.arch.ffn_norm_tensor()), c.n_embd)?,
+                ffn_norm: norm(&n(c.arch.ffn_norm_tensor()))?,
                 ffn,
                 post_ffn_norm: b.opt_vector(&n("post_ffw_norm.weight"), c.n_embd)?,
             });
@@ -196,6 +269,8 @@ impl<'a> Weights<'a> {
             output_norm,
             output,
             rope_freqs,
+            rope_long,
+            rope_short,
             layers,
         })
     }
@@ -389,6 +464,26 @@ impl<'a> Binder<'_, 'a> {
         Ok(t)
     }
 
+    /// A matrix of `rows.sum() x cols` bound as one view per run of `rows` (fused tensors).
+    pub(super) fn split_rows<const N: usize>(
+        &self,
+        name: &str,
+        rows: [usize; N],
+        cols: usize,
+    ) -> Result<[QMatrix<'a>; N]> {
+        let total: usize = rows.iter().sum();
+        let t = self.typed(name, &[cols as u64, total as u64], true)?;
+        let mut data = self.f.tensor_data(t);
+        let row_bytes = data.len() / total.max(1);
+        let mut parts = Vec::with_capacity(N);
+        for r in rows {
+            let (head, tail) = data.split_at(r * row_bytes);
+            parts.push(QMatrix::new(t.ty, r, cols, head)?);
+            data = tail;
+        }
+        Ok(parts.try_into().unwrap_or_else(|_| unreachable!("N parts")))
+    }
+
     /// A stack of `stack` matrices `rows x cols` (a 3-D tensor, e.g. the experts).
     pub(super) fn stack(
         &self,
@@ -461,6 +556,22 @@ impl<'a> Binder<'_, 'a> {
             None => Ok(None),
         }
     }
+}
+
+/// `v` cut into consecutive runs of `lens` values.
+fn split_vector<'a, const N: usize>(v: Cow<'a, [f32]>, lens: [usize; N]) -> [Cow<'a, [f32]>; N] {
+    let mut at = 0;
+    lens.map(|len| {
+        let part = match &v {
+            Cow::Borrowed(s) => {
+                let s: &'a [f32] = s;
+                Cow::Borrowed(&s[at..at + len])
+            }
+            Cow::Owned(o) => Cow::Owned(o[at..at + len].to_vec()),
+        };
+        at += len;
+        part
+    })
 }
 
 fn shape_err(name: &str, expected: &[u64], found: &[u64]) -> Error {

@@ -10,5 +10,6 @@ pub mod matmul;
 mod matvec;
 pub mod norm;
 pub mod rope;
+pub mod softcap;
 
 pub use matmul::{matvec, QMatrix};

@@ -73,7 +73,7 @@ impl Centres {
                     return out;
                 }
                 if let (true, Some(bias), None) = (centre_keys, &l.bk, &l.k_norm) {
-                    let freqs = layer_freqs(w, il);
+                    let freqs = layer_freqs(w, il, n_ctx);
                     rope::mean_table(n_ctx, &freqs, &mut cos, &mut sin);
                     let table = rope::RopeTable {
                         cos: &cos,
