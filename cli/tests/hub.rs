@@ -103,6 +103,7 @@ fn picks_the_quant_downloads_and_reuses_the_cache() {
     let log = hub.log();
     assert!(log.iter().any(|r| r.cdn));
     for r in &log {
+        assert_eq!(r.method, "GET");
         assert_eq!(r.auth.is_some(), !r.cdn, "{r:?}");
         if !r.cdn && !r.path.starts_with("/api/") {
             assert!(

@@ -50,7 +50,6 @@ pub struct State {
 
 pub struct Hub {
     pub url: String,
-    pub cdn: String,
     pub state: Arc<State>,
 }
 
@@ -72,11 +71,7 @@ impl Hub {
                 }
             });
         }
-        Hub {
-            url,
-            cdn: cdn_url,
-            state,
-        }
+        Hub { url, state }
     }
 
     pub fn add(&self, name: &str, repo: Repo) {
@@ -120,7 +115,7 @@ fn error(c: &mut TcpStream, status: &str, code: &str, msg: &str) -> std::io::Res
             ("X-Error-Code", code.into()),
         ],
         body.as_bytes(),
-    );
+    )
 }
 
 fn serve(mut c: TcpStream, is_cdn: bool, state: &State, cdn_url: &str) -> std::io::Result<()> {

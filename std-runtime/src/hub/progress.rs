@@ -140,7 +140,7 @@ impl Bar {
             self.update(done);
             eprintln!();
         }
-        if ok {
+        if ok && !self.tty {
             let secs = self.started.elapsed().as_secs_f64();
             eprintln!("{}: {} in {}", self.name, bytes(done), duration(secs));
         }
