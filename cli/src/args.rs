@@ -77,7 +77,8 @@ pub struct ModelArgs {
         long = "model",
         required_unless_present = "hf_repo",
         default_value = "",
-        hide_default_value = true
+        hide_default_value = true,
+        value_parser = model_path()
     )]
     pub model: PathBuf,
     #[command(flatten)]
@@ -139,6 +140,13 @@ impl CacheArgs {
             cache_type_v: self.v,
         }
     }
+}
+
+/// `-m`'s parser: any path, and the empty default that stands for "given by --hf-repo"
+/// (clap's own path parser refuses an empty value).
+fn model_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }
 
 fn parse_kv_type(s: &str) -> Result<KvType, String> {
@@ -328,7 +336,8 @@ pub struct InfoArgs {
         long = "model",
         required_unless_present = "hf_repo",
         default_value = "",
-        hide_default_value = true
+        hide_default_value = true,
+        value_parser = model_path()
     )]
     pub model: PathBuf,
     #[command(flatten)]
@@ -345,7 +354,8 @@ pub struct BenchArgs {
         long = "model",
         required_unless_present = "hf_repo",
         default_value = "",
-        hide_default_value = true
+        hide_default_value = true,
+        value_parser = model_path()
     )]
     pub model: PathBuf,
     #[command(flatten)]
