@@ -69,9 +69,20 @@ pub struct GgufSplitArgs {
 
 #[derive(Args, Clone)]
 pub struct ModelArgs {
-    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf).
-    #[arg(short = 'm', long = "model")]
+    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf),
+    /// or a model on the Hugging Face hub: hf://USER/REPO[:QUANT] or hf://USER/REPO/FILE.gguf
+    /// (downloaded once into ~/.cache/superinfer/hub).
+    #[arg(
+        short = 'm',
+        long = "model",
+        required_unless_present = "hf_repo",
+        default_value = "",
+        hide_default_value = true,
+        value_parser = model_path()
+    )]
     pub model: PathBuf,
+    #[command(flatten)]
+    pub hub: HubArgs,
     /// Threads (default: all cores).
     #[arg(short = 't', long = "threads", default_value_t = 0)]
     pub threads: usize,
@@ -82,6 +93,31 @@ pub struct ModelArgs {
     /// kernels at load (also SUPERINFER_NO_REPACK=1).
     #[arg(long = "no-repack")]
     pub no_repack: bool,
+}
+
+/// A model by name from a Hugging Face hub (llama.cpp's -hf, -hff, -hft, --offline).
+#[derive(Args, Clone)]
+pub struct HubArgs {
+    /// A model on the Hugging Face hub, USER/REPO[:QUANT] (as llama.cpp's -hf; the same as
+    /// -m hf://USER/REPO[:QUANT]): the GGUF of that quant (default Q4_K_M, else Q8_0, else
+    /// the first), all shards of a split one, downloaded once into $SUPERINFER_CACHE/hub
+    /// (default ~/.cache/superinfer/hub); HF_ENDPOINT names another hub.
+    #[arg(
+        long = "hf-repo",
+        visible_alias = "hf",
+        value_name = "USER/REPO[:QUANT]",
+        conflicts_with = "model"
+    )]
+    pub hf_repo: Option<String>,
+    /// With --hf-repo: this file of the repository (its path there) instead of a quant.
+    #[arg(long = "hf-file", requires = "hf_repo", value_name = "FILE")]
+    pub hf_file: Option<String>,
+    /// Hugging Face access token, for private and gated repositories (also HF_TOKEN).
+    #[arg(long = "hf-token", env = "HF_TOKEN", hide_env_values = true)]
+    pub hf_token: Option<String>,
+    /// Use only the models already downloaded: never ask the hub (also HF_HUB_OFFLINE=1).
+    #[arg(long = "offline")]
+    pub offline: bool,
 }
 
 /// KV cache element types (llama.cpp's `-ctk` / `-ctv`).
@@ -104,6 +140,13 @@ impl CacheArgs {
             cache_type_v: self.v,
         }
     }
+}
+
+/// `-m`'s parser: any path, and the empty default that stands for "given by --hf-repo"
+/// (clap's own path parser refuses an empty value).
+fn model_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }
 
 fn parse_kv_type(s: &str) -> Result<KvType, String> {
@@ -195,7 +238,7 @@ impl SamplingArgs {
 #[derive(Args, Clone)]
 pub struct SpecArgs {
     /// Draft model: a smaller model with the same tokenizer (e.g. Qwen2.5-Coder-0.5B for
-    /// Qwen2.5-Coder-1.5B).
+    /// Qwen2.5-Coder-1.5B); a path or hf://USER/REPO[:QUANT].
     #[arg(long = "model-draft", visible_alias = "md")]
     pub model_draft: Option<PathBuf>,
     /// Prompt lookup instead of a draft model: draft by finding the last N tokens (N down
@@ -285,16 +328,38 @@ pub struct PerplexityArgs {
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf).
-    #[arg(short = 'm', long = "model")]
+    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf),
+    /// or a model on the Hugging Face hub: hf://USER/REPO[:QUANT] or hf://USER/REPO/FILE.gguf
+    /// (downloaded once into ~/.cache/superinfer/hub).
+    #[arg(
+        short = 'm',
+        long = "model",
+        required_unless_present = "hf_repo",
+        default_value = "",
+        hide_default_value = true,
+        value_parser = model_path()
+    )]
     pub model: PathBuf,
+    #[command(flatten)]
+    pub hub: HubArgs,
 }
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf).
-    #[arg(short = 'm', long = "model")]
+    /// Path to a GGUF model file (a split model: its first shard, ...-00001-of-0000N.gguf),
+    /// or a model on the Hugging Face hub: hf://USER/REPO[:QUANT] or hf://USER/REPO/FILE.gguf
+    /// (downloaded once into ~/.cache/superinfer/hub).
+    #[arg(
+        short = 'm',
+        long = "model",
+        required_unless_present = "hf_repo",
+        default_value = "",
+        hide_default_value = true,
+        value_parser = model_path()
+    )]
     pub model: PathBuf,
+    #[command(flatten)]
+    pub hub: HubArgs,
     /// Prompt tokens for the pp test (0 skips it).
     #[arg(short = 'p', long = "n-prompt", default_value_t = 512)]
     pub n_prompt: usize,
@@ -403,8 +468,8 @@ pub struct ServeArgs {
     pub lookup_ngram: usize,
     /// Speculative decoding with a draft model for every request (requests may turn it off
     /// with `"speculative": false`): a smaller model with the same tokenizer (e.g.
-    /// Qwen2.5-Coder-0.5B for Qwen2.5-Coder-1.5B), loaded beside the model; each request
-    /// drafts with its own cache of it.
+    /// Qwen2.5-Coder-0.5B for Qwen2.5-Coder-1.5B; a path or hf://USER/REPO[:QUANT]), loaded
+    /// beside the model; each request drafts with its own cache of it.
     #[arg(long = "model-draft", visible_alias = "md")]
     pub model_draft: Option<PathBuf>,
     /// The longest draft verified in one step (draft model or prompt lookup).
@@ -455,6 +520,9 @@ pub fn llama_style(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::f
         Some("-np") | Some("-npl") => "--np".into(),
         Some("-ctk") => "--ctk".into(),
         Some("-ctv") => "--ctv".into(),
+        Some("-hf") | Some("-hfr") => "--hf-repo".into(),
+        Some("-hff") => "--hf-file".into(),
+        Some("-hft") => "--hf-token".into(),
         _ => a,
     })
     .collect()

@@ -23,7 +23,12 @@ fn main() -> ExitCode {
         eprintln!("error: internal error: {msg}{at} (please report this)");
     }));
 
-    let cli = args::Cli::parse_from(args::llama_style(std::env::args_os()));
+    let mut cli = args::Cli::parse_from(args::llama_style(std::env::args_os()));
+    // hf://USER/REPO[:QUANT] and --hf-repo: the downloaded (or cached) file's path
+    if let Err(e) = cmd::hub::resolve(&mut cli.command) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         args::Command::Run(a) => cmd::run::run(&a),
         args::Command::Chat(a) => cmd::chat::run(&a),

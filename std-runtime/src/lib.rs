@@ -5,6 +5,8 @@
 pub mod cpu;
 mod engine;
 mod error;
+#[cfg(feature = "hub")]
+pub mod hub;
 mod load;
 pub mod mem;
 mod model_files;

@@ -84,6 +84,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
         let engine = Engine::load(&a.model, &opts).map_err(|e| superinfer_runtime::chain(&e))?;
         let target_args = ModelArgs {
             model: a.model.clone(),
+            hub: a.hub.clone(),
             threads: t,
             isa: a.isa.clone(),
             no_repack: a.no_repack,
