@@ -130,3 +130,49 @@ fn every_vocab_file_with_cases_is_tested() {
     with_cases.sort();
     assert_eq!(with_cases, VOCABS);
 }
+
+/// The vocab-only files llama.cpp ships without cases (aquila and gpt-neox: BPE with no
+/// `tokenizer.ggml.pre`, i.e. llama.cpp's "default" rule; baichuan: SentencePiece;
+/// nomic-bert-moe: T5's unigram with its precompiled charsmap), against llama-tokenize's ids on
+/// the qwen35 case texts (tests/fixtures/vocab-suite/extra.json, made by make-fixture.sh there).
+#[test]
+fn vocabs_without_cases_tokenize_as_llama_tokenize() {
+    let dir = superinfer_tests::require_vocab_dir();
+    let path = superinfer_tests::fixtures_dir().join("vocab-suite/extra.json");
+    let json = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let all: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut report = Vec::new();
+    for (name, cases) in all.as_object().unwrap() {
+        let p = dir.join(format!("ggml-vocab-{name}.gguf"));
+        let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let file = GgufFile::parse(&bytes).unwrap();
+        let tok = match Tokenizer::from_gguf(&file) {
+            Ok(t) => t,
+            Err(e) => {
+                report.push(format!("{name}: does not load: {e}"));
+                continue;
+            }
+        };
+        let cases = cases.as_array().unwrap();
+        assert!(cases.len() >= 40, "{name}: {} cases", cases.len());
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|c| {
+                let text = c["text"].as_str().unwrap();
+                let want = superinfer_tests::ids(&c["ids"]);
+                let got = tok.encode(text, false, false).expect("encode");
+                (got != want)
+                    .then(|| format!("  {text:?}\n    llama.cpp: {want:?}\n    ours:      {got:?}"))
+            })
+            .collect();
+        if !wrong.is_empty() {
+            report.push(format!(
+                "{name}: {} of {} differ:\n{}",
+                wrong.len(),
+                cases.len(),
+                wrong[..wrong.len().min(3)].join("\n")
+            ));
+        }
+    }
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}

@@ -5,6 +5,7 @@
 //! Only the metadata is read: a vocab-only GGUF file is enough.
 
 mod bpe;
+mod kimi;
 mod merge;
 mod pre;
 mod pre_table;
@@ -13,6 +14,7 @@ mod regex;
 mod special;
 mod spm;
 mod stream;
+mod ugm;
 mod unicode;
 mod unicode_data;
 mod unicode_tables;
@@ -66,10 +68,11 @@ enum Model {
         byte_tokens: alloc::boxed::Box<[Option<u32>; 256]>,
     },
     Wpm(wpm::Wpm),
+    Ugm(ugm::Ugm),
 }
 
 /// The `tokenizer.ggml.model` values this crate runs.
-pub const SUPPORTED_MODELS: &[&str] = &["llama", "gpt2", "gemma4", "bert"];
+pub const SUPPORTED_MODELS: &[&str] = &["llama", "gpt2", "gemma4", "bert", "t5"];
 
 pub struct Tokenizer {
     vocab: Vocab,
@@ -173,6 +176,33 @@ impl Tokenizer {
                     (Some(101).filter(|&i| (i as u64) < n), None),
                 )
             }
+            "t5" => {
+                let charsmap: Vec<u8> = match f.get_array(keys::TOKENIZER_PRECOMPILED_CHARSMAP)? {
+                    Some(a) => a.iter().map(|v| v.as_i64().unwrap_or(0) as u8).collect(),
+                    None => Vec::new(),
+                };
+                let unk = match id(keys::TOKENIZER_UNK_ID)? {
+                    Some(u) => Some(u),
+                    None => Some(2).filter(|&i| (i as u64) < n),
+                };
+                let add_space_prefix = f
+                    .get_bool(keys::TOKENIZER_ADD_SPACE_PREFIX)?
+                    .unwrap_or(false);
+                let remove_extra = f
+                    .get_bool(keys::TOKENIZER_REMOVE_EXTRA_WHITESPACES)?
+                    .unwrap_or(false);
+                (
+                    Model::Ugm(ugm::Ugm::new(
+                        &vocab,
+                        &charsmap,
+                        unk,
+                        add_space_prefix,
+                        remove_extra,
+                    )?),
+                    false,
+                    (None, Some(1).filter(|&i| (i as u64) < n)),
+                )
+            }
             other => {
                 return Err(Error::Tokenizer(alloc::format!(
                     "unsupported tokenizer model '{other}' (tokenizer.ggml.model); supported: {}",
@@ -231,7 +261,9 @@ impl Tokenizer {
             eos,
             sep,
             add_bos,
-            add_eos: f.get_bool(keys::TOKENIZER_ADD_EOS)?.unwrap_or(false),
+            add_eos: f
+                .get_bool(keys::TOKENIZER_ADD_EOS)?
+                .unwrap_or(matches!(model, Model::Ugm(_))),
             eog,
             vocab,
             model,
@@ -253,7 +285,10 @@ impl Tokenizer {
                 (TokenType::Control | TokenType::Unknown | TokenType::UserDefined, _) => {
                     pieces.extend_from_slice(text)
                 }
-                (TokenType::Normal | TokenType::Undefined, Model::Spm { .. } | Model::Wpm(_)) => {
+                (
+                    TokenType::Normal | TokenType::Undefined,
+                    Model::Spm { .. } | Model::Wpm(_) | Model::Ugm(_),
+                ) => {
                     let s = String::from_utf8_lossy(text).replace(SPM_SPACE, " ");
                     pieces.extend_from_slice(s.as_bytes());
                 }
@@ -263,7 +298,7 @@ impl Tokenizer {
                     let s = String::from_utf8_lossy(text).replace(SPM_SPACE, " ");
                     pieces.extend_from_slice(s.as_bytes());
                 }
-                (TokenType::Byte, Model::Spm { .. } | Model::Wpm(_)) => {
+                (TokenType::Byte, Model::Spm { .. } | Model::Wpm(_) | Model::Ugm(_)) => {
                     pieces.extend(parse_byte_token(text))
                 }
                 (TokenType::Byte, Model::Bpe { pre, .. }) if !pre.byte_encode() => {
@@ -365,6 +400,14 @@ impl Tokenizer {
                                 );
                             }
                         }
+                    }
+                }
+            }
+            Model::Ugm(ugm) => {
+                for f in frags {
+                    match f {
+                        Fragment::Token(id) => out.push(id),
+                        Fragment::Text(a, b) => ugm.tokenize(&self.vocab, &text[a..b], &mut out),
                     }
                 }
             }

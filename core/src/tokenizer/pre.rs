@@ -47,6 +47,8 @@ enum Step {
         re: Regex,
         collapsed: bool,
     },
+    /// llama.cpp's `unicode_regex_split_custom_kimi_k2` (triggered by `\p{Han}+`)
+    KimiK2,
 }
 
 /// A pre-tokenizer: how a BPE vocabulary splits text into words before merging.
@@ -160,6 +162,7 @@ fn step(re: &str) -> Result<Step, String> {
         QWEN35 => Step::Hand(Pattern::Qwen35),
         GPT4O => Step::Hand(Pattern::Gpt4o),
         "[^\\n]+|[\\n]+" => Step::Newlines,
+        "\\p{Han}+" => Step::KimiK2,
         "\\p{AFMoE_digits}" | "\\d{1,3}(?=(?:\\d{3})*\\b)" => Step::DigitGroups,
         _ => regex_step(re)?,
     })
@@ -270,6 +273,7 @@ impl PreTokenizer {
                     Step::Hand(p) => split_chars(piece, *p, &mut next),
                     Step::Newlines => runs(piece, |c| c == '\n', &mut next),
                     Step::DigitGroups => digit_groups(piece, &mut next),
+                    Step::KimiK2 => super::kimi::split(piece, &mut next),
                     Step::Regex { re, .. } => {
                         re.split(&text_symbols.unwrap_or(&[])[at..at + len], &mut next)
                     }
@@ -367,11 +371,11 @@ mod tests {
     }
 
     #[test]
-    fn every_name_but_kimi_k2_is_supported() {
+    fn every_name_is_supported() {
         let unsupported: Vec<&str> = names()
             .filter(|n| PreTokenizer::from_pre(n).is_err())
             .collect();
-        assert_eq!(unsupported, ["kimi-k2"]);
+        assert!(unsupported.is_empty(), "{unsupported:?}");
         assert_eq!(names().count(), 91);
         let e = PreTokenizer::from_pre("no-such-pre").unwrap_err();
         assert!(
