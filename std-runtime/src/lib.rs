@@ -15,6 +15,7 @@ pub mod pool;
 pub mod scheduler;
 mod session;
 pub mod speculative;
+mod tokenizer_file;
 
 pub use engine::{Engine, EngineOptions};
 pub use error::{chain, Chain, Error};
@@ -24,6 +25,7 @@ pub use perplexity::{perplexity, Perplexity, PerplexityOptions};
 pub use scheduler::{Scheduler, SchedulerOptions};
 pub use session::{GenerateStats, Session, SessionOptions, StopReason, TokenEvent};
 pub use superinfer_core as core;
+pub use tokenizer_file::load_tokenizer;
 
 /// A seed for a sampler that was given none: the time, the process and a per-call counter
 /// (two requests in the same nanosecond still differ).

@@ -149,3 +149,18 @@ pub fn argmax(v: &[f32]) -> u32 {
     }
     best as u32
 }
+
+/// The vocab-only GGUF files of llama.cpp's tokenizer test suite (`models/ggml-vocab-*.gguf`
+/// with their `.inp`/`.out` cases, from the pinned llama-cpp-python sdist), as
+/// `scripts/fetch-vocabs.sh` unpacks them under `models_dir()/llama-vocab`; fails the test
+/// (never skips it) when they are missing.
+pub fn require_vocab_dir() -> PathBuf {
+    let d = models_dir().join("llama-vocab");
+    assert!(
+        d.join("ggml-vocab-gpt-2.gguf.inp").is_file(),
+        "llama.cpp's vocab test files not found in {}: run `scripts/fetch-vocabs.sh` first \
+         (or set SUPERINFER_MODELS)",
+        d.display()
+    );
+    d
+}

@@ -46,6 +46,12 @@ pub const TOKENIZER_EOT_ID: &str = "tokenizer.ggml.eot_token_id";
 pub const TOKENIZER_EOM_ID: &str = "tokenizer.ggml.eom_token_id";
 pub const TOKENIZER_UNK_ID: &str = "tokenizer.ggml.unknown_token_id";
 pub const TOKENIZER_PAD_ID: &str = "tokenizer.ggml.padding_token_id";
+/// (sic: llama.cpp's spelling)
+pub const TOKENIZER_SEP_ID: &str = "tokenizer.ggml.seperator_token_id";
+pub const TOKENIZER_PRECOMPILED_CHARSMAP: &str = "tokenizer.ggml.precompiled_charsmap";
+pub const TOKENIZER_REMOVE_EXTRA_WHITESPACES: &str = "tokenizer.ggml.remove_extra_whitespaces";
+pub const TOKENIZER_NORMALIZER_LOWERCASE: &str = "tokenizer.ggml.normalizer.lowercase";
+pub const TOKENIZER_NORMALIZER_STRIP_ACCENTS: &str = "tokenizer.ggml.normalizer.strip_accents";
 pub const TOKENIZER_ADD_BOS: &str = "tokenizer.ggml.add_bos_token";
 pub const TOKENIZER_ADD_EOS: &str = "tokenizer.ggml.add_eos_token";
 pub const TOKENIZER_ADD_SPACE_PREFIX: &str = "tokenizer.ggml.add_space_prefix";

@@ -91,12 +91,14 @@ impl Merges {
     }
 }
 
-/// Tokenizes one byte-mapped word and appends its ids.
+/// Tokenizes one word (byte-mapped, or raw UTF-8 with `byte_tokens` for the `<0xXX>` tokens
+/// of its bytes that have no token) and appends its ids.
 pub fn tokenize_word(
     vocab: &Vocab,
     merges: &Merges,
     word: &str,
     ignore_merges: bool,
+    byte_tokens: Option<&[Option<u32>; 256]>,
     out: &mut Vec<u32>,
 ) {
     let w = word.as_bytes();
@@ -112,6 +114,9 @@ pub fn tokenize_word(
     merge_pairs(w, priority, |piece| match vocab.find(piece) {
         Some(id) => out.push(id),
         // no token for the piece: its single bytes, where they are tokens
-        None => out.extend(piece.iter().filter_map(|&b| vocab.find(&[b]))),
+        None => match byte_tokens {
+            Some(t) => out.extend(piece.iter().filter_map(|&b| t[b as usize])),
+            None => out.extend(piece.iter().filter_map(|&b| vocab.find(&[b]))),
+        },
     });
 }

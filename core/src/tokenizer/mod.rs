@@ -1,17 +1,25 @@
 //! Tokenizers built from GGUF metadata, token-for-token as llama.cpp: SentencePiece-style
-//! (`tokenizer.ggml.model = "llama"`) and byte-level BPE (`"gpt2"`, with the pre-tokenizer
-//! named by `tokenizer.ggml.pre`), special-token partitioning, BOS/EOS flags and a streaming
-//! detokenizer.
+//! (`tokenizer.ggml.model = "llama"`), BPE (`"gpt2"`, byte-level, with the pre-tokenizer named
+//! by `tokenizer.ggml.pre`; `"gemma4"`, SentencePiece-style BPE over raw UTF-8), BERT's
+//! WordPiece (`"bert"`), special-token partitioning, BOS/EOS flags and a streaming detokenizer.
+//! Only the metadata is read: a vocab-only GGUF file is enough.
 
 mod bpe;
+mod kimi;
 mod merge;
+mod pre;
+mod pre_table;
 mod pretokenize;
+mod regex;
 mod special;
 mod spm;
 mod stream;
+mod ugm;
 mod unicode;
+mod unicode_data;
 mod unicode_tables;
 mod vocab;
+mod wpm;
 
 #[cfg(test)]
 mod tests;
@@ -21,6 +29,7 @@ use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
 use crate::gguf::{keys, GgufFile, Value};
+pub use pre::{flags as pre_flags, names as pre_names, PreTokenizer};
 pub use pretokenize::Pattern;
 pub use special::Fragment;
 pub use stream::StreamDecoder;
@@ -53,10 +62,17 @@ enum Model {
     },
     Bpe {
         merges: bpe::Merges,
-        pattern: Pattern,
+        pre: PreTokenizer,
         ignore_merges: bool,
+        /// `<0xXX>` byte tokens, for BPE over raw UTF-8 (gemma4)
+        byte_tokens: alloc::boxed::Box<[Option<u32>; 256]>,
     },
+    Wpm(wpm::Wpm),
+    Ugm(ugm::Ugm),
 }
+
+/// The `tokenizer.ggml.model` values this crate runs.
+pub const SUPPORTED_MODELS: &[&str] = &["llama", "gpt2", "gemma4", "bert", "t5"];
 
 pub struct Tokenizer {
     vocab: Vocab,
@@ -64,6 +80,8 @@ pub struct Tokenizer {
     specials: Vec<u32>,
     bos: Option<u32>,
     eos: Option<u32>,
+    /// BERT's separator, appended after the text when special tokens are added
+    sep: Option<u32>,
     add_bos: bool,
     add_eos: bool,
     /// Sorted end-of-generation ids.
@@ -81,30 +99,34 @@ impl Tokenizer {
         let id = |key: &str| -> Result<Option<u32>> {
             Ok(f.get_u64(key)?.filter(|&v| v < n).map(|v| v as u32))
         };
+        let byte_tokens = |vocab: &Vocab| {
+            alloc::boxed::Box::new(core::array::from_fn(|b| {
+                vocab
+                    .find_str(&alloc::format!("<0x{b:02X}>"))
+                    .or_else(|| vocab.find(&[b as u8]))
+            }))
+        };
         let (model, default_add_bos, default_ids) = match model_name {
             "llama" => {
                 let add_space_prefix = f
                     .get_bool(keys::TOKENIZER_ADD_SPACE_PREFIX)?
                     .unwrap_or(true);
-                let byte_tokens = alloc::boxed::Box::new(core::array::from_fn(|b| {
-                    vocab
-                        .find_str(&alloc::format!("<0x{b:02X}>"))
-                        .or_else(|| vocab.find(&[b as u8]))
-                }));
                 (
                     Model::Spm {
                         add_space_prefix,
-                        byte_tokens,
+                        byte_tokens: byte_tokens(&vocab),
                     },
                     true,
                     (Some(1), Some(2)),
                 )
             }
-            "gpt2" => {
-                let pre = f.get_str(keys::TOKENIZER_PRE)?.unwrap_or("default");
-                let pattern = Pattern::from_pre(pre).ok_or_else(|| {
-                    Error::Tokenizer(alloc::format!("unknown pre-tokenizer '{pre}'"))
-                })?;
+            "gpt2" | "gemma4" => {
+                let pre_name = if model_name == "gemma4" {
+                    "gemma4"
+                } else {
+                    f.get_str(keys::TOKENIZER_PRE)?.unwrap_or("default")
+                };
+                let pre = PreTokenizer::from_pre(pre_name).map_err(Error::Tokenizer)?;
                 let merges_arr = f.require_array(keys::TOKENIZER_MERGES)?;
                 let merges = bpe::Merges::new(
                     &vocab,
@@ -113,19 +135,78 @@ impl Tokenizer {
                         _ => &[][..],
                     }),
                 )?;
+                // llama.cpp: gpt2's default BOS/EOS is 11; gemma4 has none; some names drop BOS
+                let defaults = if model_name == "gemma4" {
+                    (None, None)
+                } else {
+                    (
+                        Some(11).filter(|&i| (i as u64) < n),
+                        Some(11).filter(|&i| (i as u64) < n),
+                    )
+                };
                 (
                     Model::Bpe {
                         merges,
-                        pattern,
-                        ignore_merges: pattern == Pattern::Llama3,
+                        ignore_merges: pre.has(pre_flags::IGNORE_MERGES),
+                        // llama.cpp looks up `<0xXX>` only here (no raw-byte fallback)
+                        byte_tokens: alloc::boxed::Box::new(core::array::from_fn(|b| {
+                            vocab.find_str(&alloc::format!("<0x{b:02X}>"))
+                        })),
+                        pre,
                     },
+                    // gemma4's BOS is always added (llama.cpp overrides the file's flag)
+                    model_name == "gemma4",
+                    defaults,
+                )
+            }
+            "bert" => {
+                let lowercase = f
+                    .get_bool(keys::TOKENIZER_NORMALIZER_LOWERCASE)?
+                    .unwrap_or(true);
+                let strip_accents = f
+                    .get_bool(keys::TOKENIZER_NORMALIZER_STRIP_ACCENTS)?
+                    .unwrap_or(lowercase);
+                let unk = match id(keys::TOKENIZER_UNK_ID)? {
+                    Some(u) => Some(u),
+                    None => Some(100).filter(|&i| (i as u64) < n),
+                };
+                (
+                    Model::Wpm(wpm::Wpm::new(&vocab, unk, lowercase, strip_accents)),
+                    true,
+                    (Some(101).filter(|&i| (i as u64) < n), None),
+                )
+            }
+            "t5" => {
+                let charsmap: Vec<u8> = match f.get_array(keys::TOKENIZER_PRECOMPILED_CHARSMAP)? {
+                    Some(a) => a.iter().map(|v| v.as_i64().unwrap_or(0) as u8).collect(),
+                    None => Vec::new(),
+                };
+                let unk = match id(keys::TOKENIZER_UNK_ID)? {
+                    Some(u) => Some(u),
+                    None => Some(2).filter(|&i| (i as u64) < n),
+                };
+                let add_space_prefix = f
+                    .get_bool(keys::TOKENIZER_ADD_SPACE_PREFIX)?
+                    .unwrap_or(false);
+                let remove_extra = f
+                    .get_bool(keys::TOKENIZER_REMOVE_EXTRA_WHITESPACES)?
+                    .unwrap_or(false);
+                (
+                    Model::Ugm(ugm::Ugm::new(
+                        &vocab,
+                        &charsmap,
+                        unk,
+                        add_space_prefix,
+                        remove_extra,
+                    )?),
                     false,
-                    (None, None),
+                    (None, Some(1).filter(|&i| (i as u64) < n)),
                 )
             }
             other => {
                 return Err(Error::Tokenizer(alloc::format!(
-                    "unsupported tokenizer model '{other}'"
+                    "unsupported tokenizer model '{other}' (tokenizer.ggml.model); supported: {}",
+                    SUPPORTED_MODELS.join(", ")
                 )))
             }
         };
@@ -133,6 +214,18 @@ impl Tokenizer {
             id(keys::TOKENIZER_BOS_ID)?
         } else {
             default_ids.0
+        };
+        let bos = match &model {
+            Model::Bpe { pre, .. } if pre.has(pre_flags::NO_BOS) => None,
+            _ => bos,
+        };
+        let sep = id(keys::TOKENIZER_SEP_ID)?.or(match &model {
+            Model::Wpm(_) => Some(102).filter(|&i| (i as u64) < n),
+            _ => None,
+        });
+        let default_add_bos = match &model {
+            Model::Bpe { pre, .. } => default_add_bos || pre.has(pre_flags::ADD_BOS),
+            _ => default_add_bos,
         };
         let eos = if f.get(keys::TOKENIZER_EOS_ID).is_some() {
             id(keys::TOKENIZER_EOS_ID)?
@@ -158,14 +251,19 @@ impl Tokenizer {
         eog.dedup();
         harmony_tokens(&mut vocab, &mut eog);
 
+        let add_bos = f
+            .get_bool(keys::TOKENIZER_ADD_BOS)?
+            .unwrap_or(default_add_bos)
+            || model_name == "gemma4";
         let mut tok = Tokenizer {
             specials: special::special_tokens(&vocab),
             bos,
             eos,
-            add_bos: f
-                .get_bool(keys::TOKENIZER_ADD_BOS)?
-                .unwrap_or(default_add_bos),
-            add_eos: f.get_bool(keys::TOKENIZER_ADD_EOS)?.unwrap_or(false),
+            sep,
+            add_bos,
+            add_eos: f
+                .get_bool(keys::TOKENIZER_ADD_EOS)?
+                .unwrap_or(matches!(model, Model::Ugm(_))),
             eog,
             vocab,
             model,
@@ -187,11 +285,25 @@ impl Tokenizer {
                 (TokenType::Control | TokenType::Unknown | TokenType::UserDefined, _) => {
                     pieces.extend_from_slice(text)
                 }
-                (TokenType::Normal | TokenType::Undefined, Model::Spm { .. }) => {
+                (
+                    TokenType::Normal | TokenType::Undefined,
+                    Model::Spm { .. } | Model::Wpm(_) | Model::Ugm(_),
+                ) => {
                     let s = String::from_utf8_lossy(text).replace(SPM_SPACE, " ");
                     pieces.extend_from_slice(s.as_bytes());
                 }
-                (TokenType::Byte, Model::Spm { .. }) => pieces.extend(parse_byte_token(text)),
+                (TokenType::Normal | TokenType::Undefined, Model::Bpe { pre, .. })
+                    if !pre.byte_encode() =>
+                {
+                    let s = String::from_utf8_lossy(text).replace(SPM_SPACE, " ");
+                    pieces.extend_from_slice(s.as_bytes());
+                }
+                (TokenType::Byte, Model::Spm { .. } | Model::Wpm(_) | Model::Ugm(_)) => {
+                    pieces.extend(parse_byte_token(text))
+                }
+                (TokenType::Byte, Model::Bpe { pre, .. }) if !pre.byte_encode() => {
+                    pieces.extend(parse_byte_token(text))
+                }
                 (TokenType::Normal | TokenType::Undefined | TokenType::Byte, Model::Bpe { .. }) => {
                     match core::str::from_utf8(text) {
                         Ok(s) => pieces.extend(s.chars().filter_map(|c| map.decode_char(c))),
@@ -243,29 +355,71 @@ impl Tokenizer {
             }
             Model::Bpe {
                 merges,
-                pattern,
+                pre,
                 ignore_merges,
+                byte_tokens,
             } => {
                 let map = bpe::ByteMap::new();
                 let mut word = String::new();
+                let gemma4 = pre.name() == "gemma4" || pre.name() == "granite-embed-multi-311m";
                 for f in frags {
                     match f {
                         Fragment::Token(id) => out.push(id),
                         Fragment::Text(a, b) => {
-                            let part = &text[a..b];
-                            for (s, e) in pretokenize::split(part, *pattern) {
-                                word.clear();
-                                map.encode(&part.as_bytes()[s..e], &mut word);
+                            let escaped;
+                            let part = if pre.has(pre_flags::ESCAPE_WHITESPACE) {
+                                escaped = text[a..b].replace(' ', SPM_SPACE);
+                                escaped.as_str()
+                            } else {
+                                &text[a..b]
+                            };
+                            for (s, e) in pre.split(part) {
+                                let w = &part[s..e];
+                                // llama.cpp's fix for gemma 4: a run of newlines that is a token
+                                if gemma4 && w.bytes().all(|b| b == b'\n') {
+                                    if let Some(id) = self.vocab.find_str(w) {
+                                        out.push(id);
+                                        continue;
+                                    }
+                                }
+                                let bytes = if pre.byte_encode() {
+                                    word.clear();
+                                    map.encode(w.as_bytes(), &mut word);
+                                    None
+                                } else {
+                                    Some(&**byte_tokens)
+                                };
+                                let w = if pre.byte_encode() { word.as_str() } else { w };
                                 bpe::tokenize_word(
                                     &self.vocab,
                                     merges,
-                                    &word,
+                                    w,
                                     *ignore_merges,
+                                    bytes,
                                     &mut out,
                                 );
                             }
                         }
                     }
+                }
+            }
+            Model::Ugm(ugm) => {
+                for f in frags {
+                    match f {
+                        Fragment::Token(id) => out.push(id),
+                        Fragment::Text(a, b) => ugm.tokenize(&self.vocab, &text[a..b], &mut out),
+                    }
+                }
+            }
+            Model::Wpm(wpm) => {
+                for f in frags {
+                    match f {
+                        Fragment::Token(id) => out.push(id),
+                        Fragment::Text(a, b) => wpm.tokenize(&self.vocab, &text[a..b], &mut out),
+                    }
+                }
+                if add_special {
+                    out.extend(self.sep);
                 }
             }
         }
@@ -382,8 +536,8 @@ fn harmony_tokens(vocab: &mut Vocab, eog: &mut Vec<u32>) {
     }
 }
 
-/// Byte ranges of `text`'s pre-tokenized words under `pattern` (what byte-level BPE merges
-/// independently).
+/// Byte ranges of `text`'s pre-tokenized words under a hand-written `pattern` (what byte-level
+/// BPE merges independently); `PreTokenizer::split` runs any llama.cpp pre-tokenizer.
 pub fn pretokenize(text: &str, pattern: Pattern) -> Vec<(usize, usize)> {
     pretokenize::split(text, pattern)
 }

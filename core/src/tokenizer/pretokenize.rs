@@ -1,10 +1,13 @@
-//! Hand-written equivalents of the pre-tokenizer regexes of byte-level BPE models (as
-//! llama.cpp applies them), over a string's characters. Each returns the byte ranges of the
-//! "words" that BPE then merges independently.
+//! Hand-written equivalents of the most used pre-tokenizer regexes of byte-level BPE models (as
+//! llama.cpp applies them), over a string's characters: the ones llama.cpp itself hand-codes
+//! (`unicode_regex_split_custom_*`: gpt2, llama3, qwen2, qwen35) and gpt-4o, which llama.cpp runs
+//! with `std::regex` (the general engine, `regex.rs`, gives the same pieces; this is faster).
+//! Each returns the lengths (in characters) of the "words" that BPE then merges independently.
 //!
 //! qwen2:  (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
 //!         | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-//! llama3: the same with \p{N}{1,3}
+//! qwen35: the same with [\p{L}\p{M}]+ for \p{L}+ and [^\s\p{L}\p{M}\p{N}] for [^\s\p{L}\p{N}]
+//! llama3: the same as qwen2 with \p{N}{1,3}
 //! gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //! gpt4o:  [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*
 //!         |\s*[\r\n]+|\s+(?!\S)|\s+
@@ -18,45 +21,36 @@
 
 use alloc::vec::Vec;
 
-use super::unicode::{is_letter, is_number, is_whitespace};
+use super::unicode::{is_letter, is_mark, is_number, is_whitespace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pattern {
     Gpt2,
     Llama3,
     Qwen2,
+    /// qwen2 whose letter runs take combining marks (\p{M}) too.
+    Qwen35,
     /// o200k (gpt-oss, GPT-4o): cased words, digits by three, `/` after punctuation.
     Gpt4o,
 }
 
 impl Pattern {
-    /// The pattern for a `tokenizer.ggml.pre` name, or `None` if we do not know it.
+    /// The hand-written pattern that is the whole pre-tokenizer of a `tokenizer.ggml.pre`
+    /// name, or `None` (the name is unknown, or its rule takes more: see `PreTokenizer`).
     pub fn from_pre(pre: &str) -> Option<Pattern> {
-        Some(match pre {
-            "default" | "gpt2" | "gpt-2" | "phi-2" | "olmo" | "jais" | "poro-chat" | "viking" => {
-                Pattern::Gpt2
-            }
-            "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "pixtral" | "smaug-bpe"
-            | "exaone" | "granite" => Pattern::Llama3,
-            "qwen2" | "deepseek-r1-qwen" | "qwen35" | "megrez" | "hunyuan" => Pattern::Qwen2,
-            "gpt-4o" | "llama4" | "minimax-m2" | "kanana2" | "talkie" => Pattern::Gpt4o,
-            _ => return None,
-        })
+        super::pre::PreTokenizer::from_pre(pre)
+            .ok()
+            .and_then(|p| p.single_pattern())
     }
 }
 
 struct Chars<'a> {
-    text: &'a str,
-    /// (byte offset, char)
-    cs: Vec<(usize, char)>,
+    cs: &'a [char],
 }
 
 impl Chars<'_> {
     fn at(&self, i: usize) -> Option<char> {
-        self.cs.get(i).map(|&(_, c)| c)
-    }
-    fn offset(&self, i: usize) -> usize {
-        self.cs.get(i).map(|&(o, _)| o).unwrap_or(self.text.len())
+        self.cs.get(i).copied()
     }
     fn run(&self, mut i: usize, f: impl Fn(char) -> bool) -> usize {
         while self.at(i).is_some_and(&f) {
@@ -163,34 +157,37 @@ fn next_word(s: &Chars<'_>, i: usize, p: Pattern) -> usize {
             }
             whitespace(s, i, true).unwrap_or(i + 1)
         }
-        Pattern::Qwen2 | Pattern::Llama3 => {
+        Pattern::Qwen2 | Pattern::Llama3 | Pattern::Qwen35 => {
             if let Some(e) = contraction(s, i, true) {
                 return e;
             }
-            // [^\r\n\p{L}\p{N}]?\p{L}+
-            if is_letter(c) {
-                return s.run(i, is_letter);
+            // [^\r\n\p{L}\p{N}]?\p{L}+ (qwen35: [\p{L}\p{M}]+)
+            let marks = p == Pattern::Qwen35;
+            let letter = |c: char| is_letter(c) || (marks && is_mark(c));
+            if letter(c) {
+                return s.run(i, letter);
             }
-            if !is_newline(c) && !is_number(c) && s.at(i + 1).is_some_and(is_letter) {
-                return s.run(i + 1, is_letter);
+            if !is_newline(c) && !is_number(c) && s.at(i + 1).is_some_and(letter) {
+                return s.run(i + 1, letter);
             }
             // \p{N} or \p{N}{1,3}
             if is_number(c) {
-                let max = if p == Pattern::Qwen2 { 1 } else { 3 };
+                let max = if p == Pattern::Llama3 { 3 } else { 1 };
                 let mut e = i + 1;
                 while e - i < max && s.at(e).is_some_and(is_number) {
                     e += 1;
                 }
                 return e;
             }
-            // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-            let start = if c == ' ' && s.at(i + 1).is_some_and(is_other) {
+            // ' ?[^\s\p{L}\p{N}]+[\r\n]*' (qwen35: [^\s\p{L}\p{M}\p{N}])
+            let other = |c: char| is_other(c) && !(marks && is_mark(c));
+            let start = if c == ' ' && s.at(i + 1).is_some_and(other) {
                 i + 1
             } else {
                 i
             };
-            if s.at(start).is_some_and(is_other) {
-                let e = s.run(start, is_other);
+            if s.at(start).is_some_and(other) {
+                let e = s.run(start, other);
                 return s.run(e, is_newline);
             }
             whitespace(s, i, true).unwrap_or(i + 1)
@@ -212,20 +209,24 @@ fn next_word(s: &Chars<'_>, i: usize, p: Pattern) -> usize {
     }
 }
 
-/// Splits `text` into the byte ranges of its pre-tokenized words.
-pub fn split(text: &str, p: Pattern) -> Vec<(usize, usize)> {
-    let s = Chars {
-        text,
-        cs: text.char_indices().collect(),
-    };
-    let mut out = Vec::new();
+/// Splits the characters `cs` (one piece of text) into words; appends their lengths in
+/// characters to `out`.
+pub fn split_chars(cs: &[char], p: Pattern, out: &mut Vec<usize>) {
+    let s = Chars { cs };
     let mut i = 0;
-    while i < s.cs.len() {
+    while i < cs.len() {
         let e = next_word(&s, i, p).max(i + 1);
-        out.push((s.offset(i), s.offset(e)));
+        out.push(e - i);
         i = e;
     }
-    out
+}
+
+/// Splits `text` into the byte ranges of its pre-tokenized words.
+pub fn split(text: &str, p: Pattern) -> Vec<(usize, usize)> {
+    let cs: Vec<char> = text.chars().collect();
+    let mut lens = Vec::new();
+    split_chars(&cs, p, &mut lens);
+    super::pre::byte_ranges(text, &lens)
 }
 
 #[cfg(test)]

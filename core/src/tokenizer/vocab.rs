@@ -1,5 +1,5 @@
-//! The vocabulary: token texts in one arena, their types and scores, and a sorted index for
-//! text → id lookups (no hash map in `alloc`).
+//! The vocabulary: token texts in one arena, their types and scores, and an open-addressing
+//! hash index for text → id lookups (no hash map in `alloc`).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -39,9 +39,19 @@ pub struct Vocab {
     spans: Vec<(u32, u32)>,
     pub types: Vec<TokenType>,
     pub scores: Vec<f32>,
-    /// Token ids sorted by text; for duplicate texts only the highest id is kept (as
+    /// Hash index: `id + 1` per slot (0: empty), a power of two of at least twice as many
+    /// slots as tokens, linear probing; for duplicate texts only the highest id is kept (as
     /// llama.cpp's map, where later entries overwrite earlier ones).
-    sorted: Vec<u32>,
+    index: Vec<u32>,
+}
+
+/// FNV-1a over the bytes, then a multiply to spread the low bits the mask keeps.
+fn hash(text: &[u8]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in text {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
 }
 
 impl Vocab {
@@ -90,12 +100,29 @@ impl Vocab {
             spans,
             types,
             scores,
-            sorted: Vec::new(),
+            index: Vec::new(),
         };
-        let mut ids: Vec<u32> = (0..v.spans.len() as u32).collect();
-        ids.sort_by(|&a, &b| v.text(a).cmp(v.text(b)).then(b.cmp(&a)));
-        ids.dedup_by(|later, first| v.text(*later) == v.text(*first));
-        v.sorted = ids;
+        let slots = (v.spans.len() * 2).next_power_of_two().max(16);
+        let mut index = alloc::vec![0u32; slots];
+        for id in 0..v.spans.len() as u32 {
+            let text = v.text(id);
+            let mut i = hash(text) & (slots - 1);
+            loop {
+                match index[i] {
+                    0 => {
+                        index[i] = id + 1;
+                        break;
+                    }
+                    // a later duplicate replaces the earlier id
+                    e if v.text(e - 1) == text => {
+                        index[i] = id + 1;
+                        break;
+                    }
+                    _ => i = (i + 1) & (slots - 1),
+                }
+            }
+        }
+        v.index = index;
         v
     }
 
@@ -128,10 +155,15 @@ impl Vocab {
 
     /// The id of the token whose text is exactly `text`.
     pub fn find(&self, text: &[u8]) -> Option<u32> {
-        self.sorted
-            .binary_search_by(|&id| self.text(id).cmp(text))
-            .ok()
-            .map(|i| self.sorted[i])
+        let mask = self.index.len() - 1;
+        let mut i = hash(text) & mask;
+        loop {
+            match self.index[i] {
+                0 => return None,
+                e if self.text(e - 1) == text => return Some(e - 1),
+                _ => i = (i + 1) & mask,
+            }
+        }
     }
 
     /// Every id with one of the given texts.
