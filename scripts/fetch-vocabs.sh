@@ -27,6 +27,7 @@ got=$(sha256sum "$SDIST" | cut -d' ' -f1)
 if [ "$got" != "$SHA256" ]; then
   echo "error: sha256 mismatch for $SDIST: got $got, want $SHA256" >&2; exit 1
 fi
+mkdir -p "${OUT%/*}"
 tmp=$(mktemp -d "${OUT%/*}/.fetch-vocab.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 tar -xzf "$SDIST" -C "$tmp" --wildcards "llama_cpp_python-$VERSION/vendor/llama.cpp/models/ggml-vocab-*"
