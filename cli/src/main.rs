@@ -1,5 +1,9 @@
 //! `superinfer`: run GGUF language models on the CPU.
 
+// The arguments' doc comments are clap's `--help` text, shown as written: `hf://USER/REPO[:QUANT]`
+// there is a pattern for the user, not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 mod args;
 mod cmd;
 
