@@ -13,7 +13,7 @@
 # 4. runs both under QEMU with -icount and checks, against the host running the same
 #    superinfer_core::generate path (edge/host, scalar kernels): the prompt's and the
 #    generated token ids; against the native CLI (`superinfer run --isa scalar`): the text;
-#    the heap high-water mark <= KV cache + scratch + 64 KiB; no allocation after the first
+#    the heap high-water mark <= KV cache + scratch + 80 KiB; no allocation after the first
 #    generated token;
 # 5. runs Gemma-3-270M Q4_K_M on riscv32 (virt -m 512M, the file placed in RAM by QEMU's
 #    -device loader) and checks its token ids and text the same way;
@@ -40,7 +40,8 @@ PROMPT="Once upon a time"
 N_TINY=24
 N_GEMMA=8
 CTX_GEMMA=64
-SLACK=$((64 * 1024))
+# (80 KiB since session 22: the tokenizer keeps a hash index of its vocabulary, 7 KB on the tiny model)
+SLACK=$((80 * 1024))
 
 # ---- prerequisites ----
 
@@ -134,7 +135,7 @@ check() {
     [ "$after" = 0 ] || fail "$label: ${after:-?} allocations after the first generated token (want 0)"
     over=$(sed -n 's/^edge: heap high-water .* + \(-\{0,1\}[0-9]*\) bytes$/\1/p' "$log")
     if [ "$budget" = yes ] && { [ -z "$over" ] || [ "$over" -gt "$SLACK" ]; }; then
-        fail "$label: heap high-water exceeds KV cache + scratch + 64 KiB by $((${over:-0} - SLACK)) bytes"
+        fail "$label: heap high-water exceeds KV cache + scratch + $((SLACK / 1024)) KiB by $((${over:-0} - SLACK)) bytes"
     fi
 }
 
