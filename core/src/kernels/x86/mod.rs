@@ -22,6 +22,7 @@ mod flash_simd;
 mod iq4;
 mod mxfp4;
 mod store_tile;
+mod table4;
 
 use super::{CpuFeatures, Kernels};
 use crate::quant::GgmlType;
