@@ -112,17 +112,22 @@ pub fn call_grammar(
             vec!["{\"name\"".to_string()],
         ),
         ToolFormat::Harmony => {
-            // to=functions.NAME <|constrain|>json<|message|>{args}<|call|>
+            // to=functions.NAME, then the rest of the header in either order gpt-oss writes
+            // it (` <|constrain|>json` or `<|channel|>commentary json`), then the arguments
             let constrain = marker("<|constrain|>", special);
             let message = marker("<|message|>", special);
+            let channel = marker("<|channel|>", special);
             let call = marker("<|call|>", special);
             let mut rules = String::from("start: \"to=functions.\" fns\nfns: ");
             let alts: Vec<String> = (0..tools.len()).map(|i| format!("fn_{i}")).collect();
             rules.push_str(&alts.join(" | "));
             rules.push('\n');
+            rules.push_str(&format!(
+                "hdr: \" \" {constrain} \"json\" | {channel} \"commentary\" (\" json\" | \" \" {constrain} \"json\")?\n"
+            ));
             for (i, t) in tools.iter().enumerate() {
                 rules.push_str(&format!(
-                    "fn_{i}: {} \" \" {constrain} \"json\" {message} %json {} {call}\n",
+                    "fn_{i}: {} hdr {message} %json {} {call}\n",
                     quoted(t.name),
                     serde_json::to_string(t.parameters).expect("a schema serializes")
                 ));
@@ -208,6 +213,18 @@ mod tests {
         assert!(g.lark.contains("\\\"parameters\\\": "), "{}", g.lark);
         let g = call_grammar(ToolFormat::Harmony, &tools, Mode::Forced, true, &|_| None);
         assert_eq!(g.triggers, ["to=functions."]);
-        assert!(g.lark.contains("fn_0: \"f\" \" \" \"<|constrain|>\" \"json\" \"<|message|>\" %json {\"type\":\"object\"} \"<|call|>\""), "{}", g.lark);
+        assert!(
+            g.lark.contains(
+                "fn_0: \"f\" hdr \"<|message|>\" %json {\"type\":\"object\"} \"<|call|>\""
+            ),
+            "{}",
+            g.lark
+        );
+        assert!(
+            g.lark
+                .contains("hdr: \" \" \"<|constrain|>\" \"json\" | \"<|channel|>\" \"commentary\""),
+            "{}",
+            g.lark
+        );
     }
 }
