@@ -1,9 +1,9 @@
 //! The grammar of a model's tool calls, in llguidance's Lark syntax: each callable tool's
 //! name, then its parameters' JSON Schema embedded with `%json {…}`, wrapped in the
 //! format's own markers. With `tool_choice: auto` the grammar is lazy: the answer is free
-//! until one of the triggers appears, and from there on it must be calls (the grammar
-//! starts with the trigger's text); with `required` or a named tool it holds from the
-//! first token.
+//! until one of the triggers appears, and what follows the trigger must be calls (the
+//! grammar starts after the trigger's text, which belongs to the free part); with
+//! `required` or a named tool it holds from the first token.
 //!
 //! Markers that are special tokens of the model (`[TOOL_CALLS]`, Harmony's `<|message|>`)
 //! cannot be matched as text: the caller says which are, with their ids
@@ -85,40 +85,54 @@ pub fn call_grammar(
             call.to_string()
         }
     };
+    let lazy = mode == Mode::Lazy;
     let object = format!("{} fns \"}}\"", quoted("{\"name\": "));
     let (start, triggers) = match format {
         ToolFormat::Hermes => {
             let open = marker("<tool_call>", special);
             let close = marker("</tool_call>", special);
-            let call = format!("call: {open} \"\\n\" {object} \"\\n\" {close}\n");
+            let first = if lazy { "body" } else { "call" };
             (
-                format!("start: {}\n{call}", repeat("call", "\"\\n\"")),
+                format!(
+                    "start: {first}{}\ncall: {open} body\nbody: \"\\n\" {object} \"\\n\" {close}\n",
+                    if parallel { " (\"\\n\" call)*" } else { "" }
+                ),
                 vec!["<tool_call>".to_string()],
             )
         }
         ToolFormat::Mistral => {
             let open = marker("[TOOL_CALLS]", special);
+            let first = if lazy {
+                String::new()
+            } else {
+                format!("{open} ")
+            };
             (
                 format!(
-                    "start: {open} \"[\" {} \"]\"\ncall: {object}\n",
+                    "start: {first}\"[\" {} \"]\"\ncall: {object}\n",
                     repeat("call", "\", \"")
                 ),
                 vec!["[TOOL_CALLS]".to_string()],
             )
         }
-        ToolFormat::Llama3 => (
+        ToolFormat::Llama3 => {
             // one call a turn: Llama 3.1's template renders no more
-            format!("start: call\ncall: {object}\n"),
-            vec!["{\"name\"".to_string()],
-        ),
+            let start = if lazy {
+                "start: \": \" fns \"}\"\n".to_string()
+            } else {
+                format!("start: {object}\n")
+            };
+            (start, vec!["{\"name\"".to_string()])
+        }
         ToolFormat::Harmony => {
             // to=functions.NAME, then the rest of the header in either order gpt-oss writes
-            // it (` <|constrain|>json` or `<|channel|>commentary json`), then the arguments
+            // it (` <|constrain|>json` or `<|channel|>commentary json`), then the arguments;
+            // the model writes its analysis first, so the grammar is lazy either way
             let constrain = marker("<|constrain|>", special);
             let message = marker("<|message|>", special);
             let channel = marker("<|channel|>", special);
             let call = marker("<|call|>", special);
-            let mut rules = String::from("start: \"to=functions.\" fns\nfns: ");
+            let mut rules = String::from("start: fns\nfns: ");
             let alts: Vec<String> = (0..tools.len()).map(|i| format!("fn_{i}")).collect();
             rules.push_str(&alts.join(" | "));
             rules.push('\n');
@@ -132,7 +146,6 @@ pub fn call_grammar(
                     serde_json::to_string(t.parameters).expect("a schema serializes")
                 ));
             }
-            // the model writes its analysis first: Harmony's grammar is lazy either way
             return CallGrammar {
                 lark: rules,
                 triggers: vec!["to=functions.".to_string()],
@@ -171,22 +184,21 @@ mod tests {
         ];
         let g = call_grammar(ToolFormat::Hermes, &tools, Mode::Lazy, true, &|_| None);
         assert_eq!(g.triggers, ["<tool_call>"]);
-        assert!(
-            g.lark.starts_with("start: call (\"\\n\" call)*\n"),
-            "{}",
-            g.lark
-        );
-        assert!(g.lark.contains("call: \"<tool_call>\" \"\\n\" \"{\\\"name\\\": \" fns \"}\" \"\\n\" \"</tool_call>\"\n"), "{}", g.lark);
-        assert!(g.lark.contains("fns: fn_0 | fn_1\n"));
-        assert!(g.lark.contains(
-            "fn_0: \"\\\"get_weather\\\", \\\"arguments\\\": \" %json {\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}\n"
-        ), "{}", g.lark);
+        // lazy: the grammar takes over after the trigger
+        let want = r#"start: body ("\n" call)*
+call: "<tool_call>" body
+body: "\n" "{\"name\": " fns "}" "\n" "</tool_call>"
+fns: fn_0 | fn_1
+fn_0: "\"get_weather\", \"arguments\": " %json {"type":"object","properties":{"city":{"type":"string"}}}
+fn_1: "\"now\", \"arguments\": " %json {"type":"object"}
+"#;
+        assert_eq!(g.lark, want);
         let g = call_grammar(ToolFormat::Hermes, &tools[..1], Mode::Forced, false, &|t| {
             (t == "<tool_call>").then_some(7)
         });
         assert!(g.triggers.is_empty());
         assert!(
-            g.lark.starts_with("start: call\ncall: <[7]> "),
+            g.lark.starts_with("start: call\ncall: <[7]> body\n"),
             "{}",
             g.lark
         );
@@ -199,30 +211,35 @@ mod tests {
             name: "f",
             parameters: &p,
         }];
-        let g = call_grammar(ToolFormat::Mistral, &tools, Mode::Lazy, true, &|t| {
-            (t == "[TOOL_CALLS]").then_some(5)
-        });
+        let tc = |t: &str| (t == "[TOOL_CALLS]").then_some(5);
+        let g = call_grammar(ToolFormat::Mistral, &tools, Mode::Lazy, true, &tc);
+        assert_eq!(g.triggers, ["[TOOL_CALLS]"]);
         assert!(
+            g.lark.starts_with(r#"start: "[" call (", " call)* "]""#),
+            "{}",
             g.lark
-                .starts_with("start: <[5]> \"[\" call (\", \" call)* \"]\"\n"),
+        );
+        let g = call_grammar(ToolFormat::Mistral, &tools, Mode::Forced, false, &tc);
+        assert!(
+            g.lark.starts_with(r#"start: <[5]> "[" call "]""#),
             "{}",
             g.lark
         );
         let g = call_grammar(ToolFormat::Llama3, &tools, Mode::Lazy, true, &|_| None);
         assert_eq!(g.triggers, ["{\"name\""]);
-        assert!(g.lark.contains("\\\"parameters\\\": "), "{}", g.lark);
+        assert!(g.lark.starts_with(r#"start: ": " fns "}""#), "{}", g.lark);
+        assert!(g.lark.contains(r#"\"parameters\": "#), "{}", g.lark);
         let g = call_grammar(ToolFormat::Harmony, &tools, Mode::Forced, true, &|_| None);
         assert_eq!(g.triggers, ["to=functions."]);
         assert!(
-            g.lark.contains(
-                "fn_0: \"f\" hdr \"<|message|>\" %json {\"type\":\"object\"} \"<|call|>\""
-            ),
+            g.lark
+                .contains(r#"fn_0: "f" hdr "<|message|>" %json {"type":"object"} "<|call|>""#),
             "{}",
             g.lark
         );
         assert!(
             g.lark
-                .contains("hdr: \" \" \"<|constrain|>\" \"json\" | \"<|channel|>\" \"commentary\""),
+                .contains(r#"hdr: " " "<|constrain|>" "json" | "<|channel|>" "commentary""#),
             "{}",
             g.lark
         );
