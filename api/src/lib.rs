@@ -20,14 +20,18 @@
 //! ```
 
 mod fields;
+mod format;
 mod params;
 mod prompt;
+mod tools;
 
 use std::fmt;
 
 pub use fields::{object, Fields};
+pub use format::{output_format, OutputFormat};
 pub use params::{Endpoint, GenParams, MAX_STOP};
 pub use prompt::{messages, prompt, Prompt};
+pub use tools::{tools, Tool, ToolChoice, Tools};
 
 /// What is wrong with a request: a message that says what to send instead, the parameter
 /// it is about (`messages[1].content` for a nested one), and a stable code:

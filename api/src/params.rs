@@ -6,6 +6,8 @@ use superinfer_core::generate::MAX_TOP_LOGPROBS;
 use superinfer_core::sampler::SamplerConfig;
 
 use crate::fields::{wrong_type, Fields};
+use crate::format::OutputFormat;
+use crate::tools::Tools;
 use crate::Error;
 
 /// The most stop strings a request may give.
@@ -41,11 +43,16 @@ pub struct GenParams {
     pub ignore_eos: bool,
     /// Top alternatives per token, when log-probabilities are asked for.
     pub logprobs: Option<usize>,
+    /// `response_format`, `grammar` or `json_schema`: the shape the output must have.
+    pub format: Option<OutputFormat>,
+    /// The chat endpoint's `tools`, `tool_choice` and `parallel_tool_calls` (none without
+    /// tools, or when the request gives an empty list).
+    pub tools: Option<Tools>,
 }
 
 impl GenParams {
     /// Parses and checks the fields of `body` (a request's JSON object) other than the
-    /// prompt; `n` must be 1, and tool calling is refused.
+    /// prompt; `n` must be 1.
     pub fn parse(body: &Map<String, Value>, endpoint: Endpoint) -> Result<GenParams, Error> {
         let f = Fields(body);
         let model = f.str("model")?.map(str::to_string);
@@ -59,20 +66,21 @@ impl GenParams {
                 ));
             }
         }
-        for unsupported in ["tools", "functions", "tool_choice"] {
-            if let Some(v) = f.get(unsupported) {
-                if v.as_array().is_none_or(|a| !a.is_empty())
-                    && !(unsupported == "tool_choice" && v == "none")
+        let format = crate::format::output_format(body)?;
+        let tools = match endpoint {
+            Endpoint::Chat => crate::tools::tools(body)?,
+            Endpoint::Completions => {
+                if f.get("tools")
+                    .is_some_and(|t| t.as_array().is_none_or(|a| !a.is_empty()))
                 {
                     return Err(Error::param(
-                        unsupported,
-                        format!(
-                            "'{unsupported}' is not supported: this server has no tool calling"
-                        ),
+                        "tools",
+                        "'tools' is for /v1/chat/completions (the chat template renders them)",
                     ));
                 }
+                None
             }
-        }
+        };
         let stream = f.bool("stream")?.unwrap_or(false);
         let include_usage = match f.get("stream_options") {
             None => false,
@@ -96,6 +104,8 @@ impl GenParams {
             stop,
             ignore_eos: f.bool("ignore_eos")?.unwrap_or(false),
             logprobs,
+            format,
+            tools,
         })
     }
 
@@ -332,7 +342,10 @@ mod tests {
             (json!({"top_logprobs": 2}), "top_logprobs"),
             (json!({"presence_penalty": 3}), "presence_penalty"),
             (json!({"repeat_penalty": 0}), "repeat_penalty"),
-            (json!({"tools": [{"type": "function"}]}), "tools"),
+            (
+                json!({"tools": [{"type": "function"}]}),
+                "tools[0].function",
+            ),
             (json!({"stop": vec!["x"; MAX_STOP + 1]}), "stop"),
         ] {
             let e = err(body.clone());

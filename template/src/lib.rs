@@ -27,6 +27,7 @@ mod choose;
 mod pyjson;
 pub mod reasoning;
 mod time;
+pub mod tools;
 
 use std::fmt;
 

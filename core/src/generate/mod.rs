@@ -39,7 +39,7 @@ mod memory;
 mod model;
 mod stop;
 
-pub use constraint::Constraint;
+pub use constraint::{Constraint, MaskStats};
 pub use context::{Context, ContextOptions, DEFAULT_BATCH};
 pub use decode::{common_prefix, NoDrafter, Outcome, StopReason, Token};
 pub use draft::{Draft, Drafter};

@@ -58,6 +58,7 @@ impl Default for ByteMap {
 }
 
 /// Merge ranks keyed by the (left, right) token ids, sorted for binary search.
+#[derive(Clone)]
 pub struct Merges {
     ranks: Vec<((u32, u32), u32)>,
 }

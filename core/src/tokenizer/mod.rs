@@ -55,6 +55,7 @@ const EOG_TEXTS: &[&str] = &[
     "<end_of_utterance>",
 ];
 
+#[derive(Clone)]
 enum Model {
     Spm {
         add_space_prefix: bool,
@@ -74,6 +75,7 @@ enum Model {
 /// The `tokenizer.ggml.model` values this crate runs.
 pub const SUPPORTED_MODELS: &[&str] = &["llama", "gpt2", "gemma4", "bert", "t5"];
 
+#[derive(Clone)]
 pub struct Tokenizer {
     vocab: Vocab,
     model: Model,

@@ -11,6 +11,7 @@ use super::merge::utf8_len;
 use super::vocab::{TokenType, Vocab};
 use crate::error::{Error, Result};
 
+#[derive(Clone)]
 pub struct Ugm {
     /// The precompiled charsmap's XCDA entries.
     xcda: Vec<u32>,

@@ -34,6 +34,7 @@ impl TokenType {
     }
 }
 
+#[derive(Clone)]
 pub struct Vocab {
     arena: Vec<u8>,
     spans: Vec<(u32, u32)>,

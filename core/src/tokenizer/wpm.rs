@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 use super::unicode::{self, is_whitespace};
 use super::vocab::Vocab;
 
+#[derive(Clone)]
 pub struct Wpm {
     unk: Option<u32>,
     /// Bytes of the longest token text.
