@@ -55,9 +55,13 @@ mod tests {
         let (peak, rss) = hwm_rss();
         assert!(rss >= 64 << 20 && peak >= rss, "VmHWM {peak}, VmRSS {rss}");
         drop(big);
-        // (the kernel's counters are approximate by a few pages)
+        // the peak stays; the resident size falls by most of the 64 MiB (other tests of this
+        // binary run on other threads and allocate meanwhile: a margin, not an exact count)
         let (kept, rss) = hwm_rss();
-        assert!(kept >= rss + (60 << 20), "VmHWM {kept}, VmRSS {rss}");
+        assert!(
+            kept >= peak && kept >= rss + (32 << 20),
+            "VmHWM {kept} (was {peak}), VmRSS {rss}"
+        );
         reset_peak_rss();
         let after = peak_rss_bytes().unwrap();
         assert!(
