@@ -265,6 +265,7 @@ async fn generate(
         logprobs: p.logprobs,
         lookup,
         draft_model,
+        constraint: None,
     };
     let request = structured::attach(request, plan.constraint);
     let prompt_tokens = request.prompt.len();
