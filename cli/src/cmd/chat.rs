@@ -206,12 +206,12 @@ impl Turn<'_> {
                 drafter,
                 self.grammar.map(|g| g.constraint()),
                 |ev| {
-                show(parser.push(ev.text), &mut out);
-                if interrupted.load(Ordering::Relaxed) {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
+                    show(parser.push(ev.text), &mut out);
+                    if interrupted.load(Ordering::Relaxed) {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
                 },
             )
             .map_err(|e| e.to_string())?;

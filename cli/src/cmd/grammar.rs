@@ -26,8 +26,8 @@ pub fn load(a: &GrammarArgs) -> Result<Option<Grammar>, String> {
     }
     if let Some(f) = &a.json_schema {
         let text = read(f)?;
-        let schema: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not JSON: {e}", f.display()))?;
+        let schema: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", f.display()))?;
         return Ok(Some(Grammar::JsonSchema(schema)));
     }
     if let Some(f) = &a.grammar_file {

@@ -211,7 +211,7 @@ impl<'e> Active<'e> {
             && self.deferred_rows == 0
             && self.prompt_left() == 0
             && self.fed < history.len())
-            .then(|| history[self.fed])
+        .then(|| history[self.fed])
     }
 
     /// Samples the next token from `logits` (or checks a drafted one) by the generation's
