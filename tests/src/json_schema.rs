@@ -31,9 +31,8 @@ fn type_ok(t: &str, v: &Value) -> bool {
 
 fn check(s: &Value, v: &Value, at: &str, pat: &dyn Fn(&str, &str) -> bool) -> Option<String> {
     let fail = |m: String| Some(format!("{at}: {m}"));
-    let Some(s) = s.as_object() else {
-        return None;
-    };
+    // a boolean schema (`true`) allows anything
+    let s = s.as_object()?;
     if let Some(t) = s.get("type") {
         let ok = match t {
             Value::String(t) => type_ok(t, v),
