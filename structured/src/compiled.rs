@@ -68,6 +68,9 @@ impl Prepared {
     }
 }
 
+/// A lazy variant: its triggers, and its compile.
+type LazyEntry = (Vec<Trigger>, Arc<Result<Prepared, GrammarError>>);
+
 /// A compiled grammar ([`crate::Grammars::compile`]): makes each sequence's constraint.
 pub struct Compiled {
     pub(crate) grammar: Grammar,
@@ -75,7 +78,7 @@ pub struct Compiled {
     body: GrammarWithLexer,
     prepared: Prepared,
     /// Lazy variants made so far, by triggers (a few per grammar at most).
-    lazy: Mutex<Vec<(Vec<Trigger>, Arc<Result<Prepared, GrammarError>>)>>,
+    lazy: Mutex<Vec<LazyEntry>>,
 }
 
 impl std::fmt::Debug for Compiled {
