@@ -24,6 +24,7 @@ set -euo pipefail
 VARIANT="${1:-native}"
 
 VERSION=0.3.36
+SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 CACHE="${SUPERINFER_CACHE:-$HOME/.cache/superinfer}/llama.cpp"
 SRC="$CACHE/llama_cpp_python-$VERSION/vendor/llama.cpp"
 
@@ -114,10 +115,9 @@ fi
 
 mkdir -p "$CACHE"
 if [ ! -d "$SRC" ]; then
-  # --no-build-isolation: pip must not build cmake from source just to read the sdist's metadata
-  python3 -m pip install --quiet --disable-pip-version-check scikit-build-core >&2
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-build-isolation \
-    --no-binary llama-cpp-python -d "$CACHE" "llama-cpp-python==$VERSION" >&2
+  if [ ! -f "$CACHE/llama_cpp_python-$VERSION.tar.gz" ]; then
+    "$(dirname "$0")/../scripts/fetch-sdist.py" llama-cpp-python "$VERSION" "$SHA256" "$CACHE" >&2
+  fi
   tar -xzf "$CACHE/llama_cpp_python-$VERSION.tar.gz" -C "$CACHE"
 fi
 

@@ -18,10 +18,7 @@ fi
 mkdir -p "$SDIST_DIR"
 if [ ! -f "$SDIST" ] || [ "$(sha256sum "$SDIST" | cut -d' ' -f1)" != "$SHA256" ]; then
   echo "downloading llama-cpp-python $VERSION (sdist)" >&2
-  # --no-build-isolation: pip must not build cmake from source just to read the sdist's metadata
-  python3 -m pip install --quiet --disable-pip-version-check scikit-build-core >&2
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-build-isolation \
-    --no-binary llama-cpp-python -d "$SDIST_DIR" "llama-cpp-python==$VERSION" >&2
+  "$(dirname "$0")/fetch-sdist.py" llama-cpp-python "$VERSION" "$SHA256" "$SDIST_DIR" >&2
 fi
 got=$(sha256sum "$SDIST" | cut -d' ' -f1)
 if [ "$got" != "$SHA256" ]; then
