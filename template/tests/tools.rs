@@ -123,10 +123,10 @@ fn parse(
     prompt: &str,
     text: &str,
 ) -> (ToolDelta, Vec<ToolCall>) {
-    let (whole, calls) = ToolParser::parse(format, syntax, true, prompt, text, 42);
+    let (whole, calls) = ToolParser::parse(Some(format), syntax, true, prompt, text, 42);
     let chars: Vec<char> = text.chars().collect();
     for n in 1..=chars.len().max(1) {
-        let mut p = ToolParser::new(format, syntax, true, prompt, 42);
+        let mut p = ToolParser::new(Some(format), syntax, true, prompt, 42);
         let mut all = ToolDelta::default();
         let mut firsts = Vec::new();
         for piece in chars.chunks(n) {
@@ -201,6 +201,16 @@ fn hermes_calls_and_free_text_before_them() {
         "<tool_call>\n{\"name\": \"now\"}\n</tool_call>",
     );
     assert_eq!(names_args(&calls), [("now", "{}")]);
+}
+
+#[test]
+fn without_tools_a_call_is_content() {
+    let text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+    let (d, calls) = ToolParser::parse(None, Syntax::Plain, true, "", text, 1);
+    assert_eq!(
+        (d.content.as_str(), calls.len(), d.calls.len()),
+        (text, 0, 0)
+    );
 }
 
 #[test]

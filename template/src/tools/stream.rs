@@ -81,7 +81,8 @@ struct Current {
 /// The incremental parser of one answer with tools.
 #[derive(Debug, Clone)]
 pub struct ToolParser {
-    format: ToolFormat,
+    /// `None`: the answer calls no tools (all its text is content).
+    format: Option<ToolFormat>,
     reasoning: reasoning::Parser,
     seed: u64,
     state: State,
@@ -103,9 +104,15 @@ const PYTHON_TAG: &str = "<|python_tag|>";
 const LLAMA_START: &str = "{\"name\"";
 
 impl ToolParser {
-    /// A parser for the answer to `prompt` (see [`reasoning::Parser::new`]) in `format`;
-    /// `seed` draws the calls' ids ([`call_id`]).
-    pub fn new(format: ToolFormat, syntax: Syntax, extract: bool, prompt: &str, seed: u64) -> Self {
+    /// A parser for the answer to `prompt` (see [`reasoning::Parser::new`]) with calls in
+    /// `format` (`None`: no calls are read); `seed` draws the calls' ids ([`call_id`]).
+    pub fn new(
+        format: Option<ToolFormat>,
+        syntax: Syntax,
+        extract: bool,
+        prompt: &str,
+        seed: u64,
+    ) -> Self {
         ToolParser {
             format,
             reasoning: reasoning::Parser::new(syntax, extract, prompt),
@@ -121,7 +128,7 @@ impl ToolParser {
 
     /// Parses a whole answer: the content and reasoning, and the calls.
     pub fn parse(
-        format: ToolFormat,
+        format: Option<ToolFormat>,
         syntax: Syntax,
         extract: bool,
         prompt: &str,
@@ -156,10 +163,17 @@ impl ToolParser {
             reasoning: r.reasoning,
             ..ToolDelta::default()
         };
-        if self.format == ToolFormat::Harmony {
-            d.content = r.content;
-            self.harmony(&mut d);
-            return d;
+        match self.format {
+            Some(ToolFormat::Harmony) => {
+                d.content = r.content;
+                self.harmony(&mut d);
+                return d;
+            }
+            None => {
+                d.content = r.content;
+                return d;
+            }
+            _ => {}
         }
         self.pending.push_str(&r.content);
         while self.step(&mut d, end) {}
@@ -193,10 +207,10 @@ impl ToolParser {
     /// The format's openings of a call, and whether the opening is part of the call object.
     fn openings(&self) -> &'static [(&'static str, bool)] {
         match self.format {
-            ToolFormat::Hermes => &[(HERMES_OPEN, false)],
-            ToolFormat::Mistral => &[(MISTRAL_OPEN, false)],
-            ToolFormat::Llama3 => &[(PYTHON_TAG, false), (LLAMA_START, true)],
-            ToolFormat::Harmony => &[],
+            Some(ToolFormat::Hermes) => &[(HERMES_OPEN, false)],
+            Some(ToolFormat::Mistral) => &[(MISTRAL_OPEN, false)],
+            Some(ToolFormat::Llama3) => &[(PYTHON_TAG, false), (LLAMA_START, true)],
+            Some(ToolFormat::Harmony) | None => &[],
         }
     }
 
@@ -233,7 +247,7 @@ impl ToolParser {
             }
             State::Open => {
                 let t = self.pending.trim_start();
-                let t = if self.format == ToolFormat::Mistral {
+                let t = if self.format == Some(ToolFormat::Mistral) {
                     match t.strip_prefix('[') {
                         Some(r) => r.trim_start(),
                         None if t.is_empty() => return false,
@@ -290,7 +304,7 @@ impl ToolParser {
             }
             State::Close => {
                 let t = self.pending.trim_start();
-                let (after, next) = match self.format {
+                let (after, next) = match self.format.unwrap_or(ToolFormat::Hermes) {
                     ToolFormat::Hermes => match t.find(HERMES_CLOSE) {
                         Some(p) => (&t[p + HERMES_CLOSE.len()..], State::Text),
                         None if end || t.len() >= HERMES_CLOSE.len() && !t.starts_with('<') => {
