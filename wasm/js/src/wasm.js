@@ -227,4 +227,10 @@ export class WasmCore {
     this.check(this.exports.si_next());
     return JSON.parse(this.resultText());
   }
+
+  /** Ends the answer: what the reader held back, the whole answer's calls, its finish reason. */
+  end() {
+    this.check(this.exports.si_end());
+    return JSON.parse(this.resultText());
+  }
 }
