@@ -50,7 +50,8 @@ impl Run {
             .iter()
             .map(|t| t[key].as_str().unwrap().to_string())
             .collect();
-        s.push_str(self.end[key].as_str().unwrap());
+        // `end` has no token text of its own
+        s.push_str(self.end[key].as_str().unwrap_or(""));
         s
     }
 
