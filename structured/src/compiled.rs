@@ -116,6 +116,27 @@ impl Compiled {
         self.prepared.compile_us
     }
 
+    /// Does `text`, whole, follow the grammar (the text alone: no special token)?
+    pub fn accepts(&self, text: &str) -> bool {
+        let mut m = self
+            .prepared
+            .matcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let toks = self
+            .shared
+            .factory
+            .tok_env()
+            .tokenize_bytes(text.as_bytes());
+        match m.try_consume_tokens(&toks) {
+            Ok(n) if n == toks.len() => {
+                !m.is_error() && (m.is_stopped() || m.is_accepting().unwrap_or(false))
+            }
+            _ => false,
+        }
+    }
+
     /// A new sequence's constraint: the whole output follows the grammar.
     pub fn constraint(&self) -> Box<dyn Constraint> {
         self.prepared.constraint()

@@ -14,7 +14,9 @@
 
 use core::ops::ControlFlow;
 
-use super::{Context, Draft, Drafter, GenerateParams, Generation};
+use alloc::boxed::Box;
+
+use super::{Constraint, Context, Draft, Drafter, GenerateParams, Generation, MaskStats};
 use crate::error::{Error, Result};
 use crate::sampler::Sampler;
 
@@ -128,6 +130,20 @@ impl Context<'_> {
         drafter: Option<&mut D>,
         on_token: impl FnMut(Token<'_>) -> ControlFlow<()>,
     ) -> Result<Outcome, D::Error> {
+        self.decode_constrained(params, sampler, drafter, None, on_token)
+            .map(|(out, _)| out)
+    }
+
+    /// [`Self::decode`] under `constraint` (a grammar: it masks each position and its
+    /// forced tokens are verified as a draft); also returns what its masks cost.
+    pub fn decode_constrained<D: Drafter + ?Sized>(
+        &mut self,
+        params: &GenerateParams,
+        sampler: &mut Sampler,
+        drafter: Option<&mut D>,
+        constraint: Option<Box<dyn Constraint>>,
+        on_token: impl FnMut(Token<'_>) -> ControlFlow<()>,
+    ) -> Result<(Outcome, Option<MaskStats>), D::Error> {
         let mut history = core::mem::take(&mut self.history);
         history.clear();
         history.extend_from_slice(self.tokens());
@@ -138,14 +154,18 @@ impl Context<'_> {
             self.n_ctx(),
             self.model.tokenizer(),
         );
+        if let Some(c) = constraint {
+            gen = gen.with_constraint(c);
+        }
         let result = self.run(&mut gen, drafter, on_token);
         let mut out = gen.outcome();
         out.prompt_tokens = 0;
+        let mask = gen.constraint_stats();
         let (back, history) = gen.into_parts();
         *sampler = back;
         self.history = history;
         out.stop = result?;
-        Ok(out)
+        Ok((out, mask))
     }
 
     /// Runs `gen` to its end on this context (see [`Self::step`]); returns why it ended.

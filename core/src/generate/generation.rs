@@ -18,7 +18,7 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::constraint::Constraint;
+use super::constraint::{Constraint, MaskStats};
 use super::logprobs::{log_softmax_top, TokenLogprob};
 use super::stop::StopStrings;
 use super::{Draft, Outcome, StopReason};
@@ -163,6 +163,18 @@ impl Generation {
     pub fn with_constraint(mut self, c: Box<dyn Constraint>) -> Generation {
         self.constraint = Some(c);
         self
+    }
+
+    /// Whether the constraint's next mask is computed ([`Constraint::ready`]; true
+    /// without a constraint): a frontend that batches sequences sets a row aside rather
+    /// than wait for it.
+    pub fn constraint_ready(&self) -> bool {
+        self.constraint.as_ref().is_none_or(|c| c.ready())
+    }
+
+    /// What the constraint's masks cost so far ([`Constraint::stats`]).
+    pub fn constraint_stats(&self) -> Option<MaskStats> {
+        self.constraint.as_ref().and_then(|c| c.stats())
     }
 
     /// The prompt and the tokens generated so far.

@@ -49,6 +49,13 @@ pub(super) struct Active<'e> {
     /// Set when the request has ended (its blocks are freed after the step).
     pub ended: bool,
     drafter: Option<SpecDrafter<'e>>,
+    /// Logits rows set aside while the constraint's mask was not ready (flat, `n_vocab`
+    /// each), sampled in order once it is ([`Self::replay`]).
+    deferred: Vec<f32>,
+    deferred_rows: usize,
+    /// The step's decode span whose rows were set aside: its length, for
+    /// [`Self::end_verify`] once they are sampled.
+    pub deferred_span: Option<usize>,
 }
 
 impl<'e> Active<'e> {
@@ -71,6 +78,10 @@ impl<'e> Active<'e> {
             stop: r.stop,
             logprobs: r.logprobs,
         };
+        let mut gen = Generation::new(r.prompt, sampler, &params, n_ctx, tok);
+        if let Some(f) = &r.constraint {
+            gen = gen.with_constraint(f.make());
+        }
         Active {
             id: sub.id,
             seq,
@@ -78,7 +89,7 @@ impl<'e> Active<'e> {
             cancel: sub.cancel,
             cached,
             fed: cached,
-            gen: Generation::new(r.prompt, sampler, &params, n_ctx, tok),
+            gen,
             queue_time: now.duration_since(sub.submitted),
             admitted: now,
             first_token: None,
@@ -92,6 +103,34 @@ impl<'e> Active<'e> {
                         ))
                     })
                 }),
+            deferred: Vec::new(),
+            deferred_rows: 0,
+            deferred_span: None,
+        }
+    }
+
+    /// Rows set aside wait for the constraint's mask.
+    pub fn has_deferred(&self) -> bool {
+        self.deferred_rows > 0
+    }
+
+    /// Whether the constraint's next mask is computed (true without a constraint).
+    pub fn mask_ready(&self) -> bool {
+        self.gen.constraint_ready()
+    }
+
+    /// Samples the rows set aside, in order (waiting for the constraint's masks).
+    pub fn replay(&mut self, tok: &Tokenizer) {
+        let rows = std::mem::take(&mut self.deferred);
+        let n = std::mem::take(&mut self.deferred_rows);
+        if n > 0 {
+            let width = rows.len() / n;
+            let mut rows = rows;
+            for row in rows.chunks_mut(width) {
+                self.sample(row, tok);
+            }
+            rows.clear();
+            self.deferred = rows;
         }
     }
 
@@ -168,13 +207,30 @@ impl<'e> Active<'e> {
     /// The sampled token that goes into the next step, once the prompt is done.
     pub fn decode_token(&self) -> Option<u32> {
         let history = self.gen.history();
-        (!self.ended && self.prompt_left() == 0 && self.fed < history.len())
+        (!self.ended
+            && self.deferred_rows == 0
+            && self.prompt_left() == 0
+            && self.fed < history.len())
             .then(|| history[self.fed])
     }
 
     /// Samples the next token from `logits` (or checks a drafted one) by the generation's
-    /// rules and streams it; ends the request when the generation ends.
+    /// rules and streams it; ends the request when the generation ends. When the
+    /// constraint's mask is not computed yet (or rows wait already), the row is set aside
+    /// instead, so that the step's other sequences go on ([`Self::replay`]).
     pub fn on_logits(&mut self, logits: &mut [f32], tok: &Tokenizer) {
+        if self.ended {
+            return;
+        }
+        if self.deferred_rows > 0 || !self.gen.constraint_ready() {
+            self.deferred.extend_from_slice(logits);
+            self.deferred_rows += 1;
+            return;
+        }
+        self.sample(logits, tok);
+    }
+
+    fn sample(&mut self, logits: &mut [f32], tok: &Tokenizer) {
         if self.ended {
             return;
         }
@@ -228,6 +284,7 @@ impl<'e> Active<'e> {
             drafted_tokens: drafted,
             // with the step under way: a request may end in the middle of its span
             accepted_tokens: accepted,
+            mask: self.gen.constraint_stats(),
         }));
     }
 

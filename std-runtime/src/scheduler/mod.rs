@@ -54,8 +54,9 @@ use superinfer_core::sampler::Sampler;
 
 use self::active::Active;
 pub use self::request::{
-    Client, Completion, Event, EventSink, Handle, Lookup, Request, RequestError, RequestId, Ticket,
-    TokenLogprob, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM, MAX_TOP_LOGPROBS, TEXT_ONLY,
+    Client, Completion, ConstraintFactory, Event, EventSink, Handle, Lookup, MaskStats, Request,
+    RequestError, RequestId, Ticket, TokenLogprob, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM,
+    MAX_TOP_LOGPROBS, TEXT_ONLY,
 };
 use self::request::{Limits, Submission};
 use crate::engine::Engine;
@@ -328,9 +329,15 @@ impl<'e> Scheduler<'e> {
     pub fn step(&mut self) -> Result<StepStats, Error> {
         let t0 = Instant::now();
         self.receive();
+        self.settle(false);
         self.drop_cancelled();
         self.admit();
-        let (prompt_tokens, decode_tokens) = self.plan();
+        let (mut prompt_tokens, mut decode_tokens) = self.plan();
+        if self.step.is_empty() && self.active.iter().any(Active::has_deferred) {
+            // nothing else to run: wait for the late masks
+            self.settle(true);
+            (prompt_tokens, decode_tokens) = self.plan();
+        }
         if !self.step.is_empty() {
             let e = self.engine;
             let tok = e.tokenizer();
@@ -353,6 +360,11 @@ impl<'e> Scheduler<'e> {
                             a.follow_prompt();
                             continue;
                         }
+                        if a.has_deferred() {
+                            // its rows wait for the constraint's mask
+                            a.deferred_span = Some(sp.n);
+                            continue;
+                        }
                         // a decode span: the pending token and the drafted tokens accepted
                         // stay, the rest of the span is rolled back
                         let keep = a.end_verify();
@@ -371,6 +383,8 @@ impl<'e> Scheduler<'e> {
                 }
             }
         }
+        // the late masks had the other sequences' sampling to finish in
+        self.settle(false);
         self.retire();
         Ok(StepStats {
             prompt_tokens,
@@ -378,6 +392,25 @@ impl<'e> Scheduler<'e> {
             running: self.active.len(),
             time: t0.elapsed(),
         })
+    }
+
+    /// Samples the rows set aside for constraints whose masks are now computed (all of
+    /// them with `wait`), and ends their decode spans as the step would have.
+    fn settle(&mut self, wait: bool) {
+        let tok = self.engine.tokenizer();
+        for a in &mut self.active {
+            if !a.has_deferred() || !(wait || a.mask_ready()) {
+                continue;
+            }
+            a.replay(tok);
+            if let Some(n) = a.deferred_span.take() {
+                let keep = a.end_verify();
+                a.fed += keep;
+                if keep < n {
+                    let _ = self.pool.truncate(a.seq, a.fed);
+                }
+            }
+        }
     }
 
     fn drop_cancelled(&mut self) {

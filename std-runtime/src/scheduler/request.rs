@@ -8,6 +8,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use superinfer_core::generate::Constraint;
 use superinfer_core::sampler::SamplerConfig;
 
 use crate::session::StopReason;
@@ -36,6 +37,30 @@ pub struct Request {
     ///
     /// [`Scheduler::with_draft`]: super::Scheduler::with_draft
     pub draft_model: Option<usize>,
+    /// Constrains the output (a grammar, a JSON schema, a tool-call format): makes the
+    /// request's [`Constraint`] when it is admitted. `None`: free output.
+    pub constraint: Option<ConstraintFactory>,
+}
+
+/// Makes a request's [`Constraint`] (one per sequence; a request cloned makes its own).
+#[derive(Clone)]
+pub struct ConstraintFactory(Arc<dyn Fn() -> Box<dyn Constraint> + Send + Sync>);
+
+impl ConstraintFactory {
+    pub fn new(f: Arc<dyn Fn() -> Box<dyn Constraint> + Send + Sync>) -> ConstraintFactory {
+        ConstraintFactory(f)
+    }
+
+    /// A new sequence's constraint.
+    pub fn make(&self) -> Box<dyn Constraint> {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for ConstraintFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ConstraintFactory")
+    }
 }
 
 /// Prompt lookup drafting (`LookupDrafter`): the request's text so far is searched for its
@@ -48,7 +73,7 @@ pub struct Lookup {
     pub draft_max: usize,
 }
 
-pub use superinfer_core::generate::{TokenLogprob, MAX_TOP_LOGPROBS};
+pub use superinfer_core::generate::{MaskStats, TokenLogprob, MAX_TOP_LOGPROBS};
 
 /// The longest n-gram prompt lookup matches, and the longest draft it may verify in a step.
 pub const MAX_LOOKUP_NGRAM: usize = 16;
@@ -66,6 +91,7 @@ impl Request {
             logprobs: None,
             lookup: None,
             draft_model: None,
+            constraint: None,
         }
     }
 }
@@ -179,6 +205,9 @@ pub struct Completion {
     /// Speculative decoding: tokens drafted, and drafted tokens accepted (0 without).
     pub drafted_tokens: usize,
     pub accepted_tokens: usize,
+    /// With a constraint: what its masks cost (tokens it forced count in
+    /// `drafted_tokens`).
+    pub mask: Option<MaskStats>,
 }
 
 /// The id of a [`Event::Token`] that carries only text held back until the end of a request

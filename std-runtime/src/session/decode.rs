@@ -4,7 +4,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use superinfer_core::generate::{Context, GenerateParams};
+use superinfer_core::generate::{Constraint, Context, GenerateParams};
 use superinfer_core::sampler::Sampler;
 
 use super::{GenerateStats, Session, TokenEvent};
@@ -40,7 +40,22 @@ impl Session<'_> {
         prompt: &[u32],
         params: &GenerateParams,
         sampler: &mut Sampler,
+        drafter: Option<&mut DynDrafter<'d>>,
+        on_token: impl FnMut(TokenEvent<'_>) -> ControlFlow<()>,
+    ) -> Result<GenerateStats, Error> {
+        self.generate_constrained(prompt, params, sampler, drafter, None, on_token)
+    }
+
+    /// [`Self::generate_with`] under `constraint` (a grammar, a JSON schema: see the
+    /// `superinfer-structured` crate): each token is masked by it, and the tokens it forces
+    /// are verified together in one step. [`GenerateStats::mask`] tells what its masks cost.
+    pub fn generate_constrained<'d>(
+        &mut self,
+        prompt: &[u32],
+        params: &GenerateParams,
+        sampler: &mut Sampler,
         mut drafter: Option<&mut DynDrafter<'d>>,
+        constraint: Option<Box<dyn Constraint>>,
         on_token: impl FnMut(TokenEvent<'_>) -> ControlFlow<()>,
     ) -> Result<GenerateStats, Error> {
         if prompt.is_empty() && self.tokens().is_empty() {
@@ -56,12 +71,9 @@ impl Session<'_> {
         }
         let prompt_time = t0.elapsed();
         let t1 = Instant::now();
-        let out = ctx.decode(params, sampler, drafter, on_token)?;
-        Ok(GenerateStats::new(
-            &out,
-            prompt.len(),
-            prompt_time,
-            t1.elapsed(),
-        ))
+        let (out, mask) = ctx.decode_constrained(params, sampler, drafter, constraint, on_token)?;
+        let mut stats = GenerateStats::new(&out, prompt.len(), prompt_time, t1.elapsed());
+        stats.mask = mask;
+        Ok(stats)
     }
 }

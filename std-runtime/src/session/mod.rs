@@ -52,6 +52,8 @@ pub struct GenerateStats {
     pub drafted: usize,
     pub accepted: usize,
     pub verify_steps: usize,
+    /// With a constraint: what its masks cost.
+    pub mask: Option<superinfer_core::generate::MaskStats>,
 }
 
 impl GenerateStats {
@@ -70,6 +72,7 @@ impl GenerateStats {
             drafted: o.drafted,
             accepted: o.accepted,
             verify_steps: o.verify_steps,
+            mask: None,
         }
     }
 
