@@ -2,10 +2,11 @@
 //! plus llama-server's `timings`.
 
 use serde_json::{json, Value};
+use superinfer_runtime::core::generate::MaskStats;
 use superinfer_runtime::core::tokenizer::Tokenizer;
 use superinfer_runtime::scheduler::{Completion, RequestError, TokenLogprob};
 use superinfer_runtime::StopReason;
-use superinfer_template::reasoning::Delta;
+use superinfer_template::tools::{CallDelta, ToolCall, ToolDelta};
 
 /// Which endpoint a generation answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,63 @@ pub fn finish_reason(stop: StopReason) -> &'static str {
         StopReason::Length | StopReason::ContextFull => "length",
         _ => "stop",
     }
+}
+
+/// The finish reason of an answer that made `calls` calls: `tool_calls` when it made any
+/// and was not cut short.
+pub fn finish_reason_with(stop: StopReason, calls: usize) -> &'static str {
+    match finish_reason(stop) {
+        "stop" if calls > 0 => "tool_calls",
+        r => r,
+    }
+}
+
+/// `timings` with the constraint's cost, when the request had one: `mask_ms` (`median`,
+/// `p99`, `max` of the per-token masks, and the `first`) and `grammar_ms` (the compile, 0
+/// from the cache).
+pub fn with_mask(mut timings: Value, mask: Option<&MaskStats>) -> Value {
+    if let Some(m) = mask {
+        let ms = |us: u32| f64::from(us) / 1e3;
+        timings["mask_ms"] = json!({
+            "median": ms(m.median_us),
+            "p99": ms(m.p99_us),
+            "max": ms(m.max_us),
+            "first": ms(m.first_mask_us),
+            "n": m.masks,
+        });
+        timings["grammar_ms"] = json!(ms(m.compile_us));
+    }
+    timings
+}
+
+/// One call's entry of a streamed `delta.tool_calls`: `id`, `type` and the name in the
+/// call's first delta, `arguments` fragments in every one.
+fn call_delta(c: &CallDelta) -> Value {
+    let mut v = json!({ "index": c.index });
+    if let Some(id) = &c.id {
+        v["id"] = json!(id);
+        v["type"] = json!("function");
+    }
+    let mut f = json!({ "arguments": c.arguments });
+    if let Some(name) = &c.name {
+        f["name"] = json!(name);
+    }
+    v["function"] = f;
+    v
+}
+
+/// A whole answer's `tool_calls`.
+fn calls_value(calls: &[ToolCall]) -> Value {
+    calls
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "type": "function",
+                "function": { "name": c.name, "arguments": c.arguments },
+            })
+        })
+        .collect()
 }
 
 pub fn usage(prompt_tokens: usize, generated: usize, c: &Completion) -> Value {
@@ -165,18 +223,24 @@ impl Answer {
     }
 
     /// The chunks a piece of the answer makes: for chat, its reasoning
-    /// (`delta.reasoning_content`, as llama-server streams it) then its content; the
-    /// log-probabilities of the token go with the first. A token that adds no text but has
-    /// log-probabilities still gets a chunk.
-    pub fn delta_chunks(&self, d: &Delta, mut logprobs: Option<Value>) -> Vec<Value> {
+    /// (`delta.reasoning_content`, as llama-server streams it), its content, then its
+    /// calls (`delta.tool_calls`); the log-probabilities of the token go with the first. A
+    /// token that adds no text but has log-probabilities still gets a chunk.
+    pub fn delta_chunks(&self, d: &ToolDelta, mut logprobs: Option<Value>) -> Vec<Value> {
         let mut out = Vec::new();
         if self.api == Api::Chat && !d.reasoning.is_empty() {
             let delta = json!({ "reasoning_content": d.reasoning });
             let choice = json!({ "index": 0, "delta": delta, "logprobs": logprobs.take(), "finish_reason": null });
             out.push(self.envelope(true, json!([choice])));
         }
-        if !d.content.is_empty() || logprobs.is_some() && out.is_empty() {
-            out.push(self.chunk(&d.content, logprobs, None));
+        if !d.content.is_empty() || logprobs.is_some() && out.is_empty() && d.calls.is_empty() {
+            out.push(self.chunk(&d.content, logprobs.take(), None));
+        }
+        if self.api == Api::Chat && !d.calls.is_empty() {
+            let calls: Vec<Value> = d.calls.iter().map(call_delta).collect();
+            let delta = json!({ "tool_calls": calls });
+            let choice = json!({ "index": 0, "delta": delta, "logprobs": logprobs.take(), "finish_reason": null });
+            out.push(self.envelope(true, json!([choice])));
         }
         out
     }
@@ -201,10 +265,12 @@ impl Answer {
     }
 
     /// A whole (non-streamed) response; a chat message has `reasoning_content` when the
-    /// answer reasoned (as llama-server's).
+    /// answer reasoned (as llama-server's), and `tool_calls` when it called tools (its
+    /// `content` is then null if it wrote none).
     pub fn full(
         &self,
-        answer: Delta,
+        answer: ToolDelta,
+        calls: &[ToolCall],
         logprobs: Option<Value>,
         finish: &str,
         usage: Value,
@@ -215,6 +281,12 @@ impl Answer {
                 let mut message = json!({ "role": "assistant", "content": answer.content });
                 if !answer.reasoning.is_empty() {
                     message["reasoning_content"] = json!(answer.reasoning);
+                }
+                if !calls.is_empty() {
+                    if answer.content.is_empty() {
+                        message["content"] = Value::Null;
+                    }
+                    message["tool_calls"] = calls_value(calls);
                 }
                 json!({
                     "index": 0,
@@ -240,7 +312,8 @@ impl Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use superinfer_template::reasoning::{Parser, Syntax};
+    use superinfer_template::reasoning::Syntax;
+    use superinfer_template::tools::{ToolFormat, ToolParser};
 
     fn answer(api: Api) -> Answer {
         Answer {
@@ -274,7 +347,7 @@ mod tests {
     fn streamed_deltas_add_up_to_the_whole_message() {
         let a = answer(Api::Chat);
         let prompt = "<|start|>user<|message|>2+2?<|end|><|start|>assistant";
-        let mut p = Parser::new(Syntax::Harmony, true, prompt);
+        let mut p = ToolParser::new(None, Syntax::Harmony, true, prompt, 0);
         let (mut reasoning, mut content) = (String::new(), String::new());
         let mut chunks = Vec::new();
         for piece in HARMONY {
@@ -291,14 +364,16 @@ mod tests {
             (reasoning.as_str(), content.as_str()),
             ("Think hard", "Four.")
         );
-        let whole = Parser::parse(Syntax::Harmony, true, prompt, &HARMONY.concat());
-        let full = a.full(whole, None, "stop", json!({}), json!({}));
+        let (whole, _) =
+            ToolParser::parse(None, Syntax::Harmony, true, prompt, &HARMONY.concat(), 0);
+        let full = a.full(whole, &[], None, "stop", json!({}), json!({}));
         let msg = &full["choices"][0]["message"];
         assert_eq!(msg["reasoning_content"], "Think hard");
         assert_eq!(msg["content"], "Four.");
         // reasoning_format none: the raw channels in the content, no reasoning field
-        let raw = Parser::parse(Syntax::Harmony, false, prompt, &HARMONY.concat());
-        let full = a.full(raw, None, "stop", json!({}), json!({}));
+        let (raw, _) =
+            ToolParser::parse(None, Syntax::Harmony, false, prompt, &HARMONY.concat(), 0);
+        let full = a.full(raw, &[], None, "stop", json!({}), json!({}));
         let msg = &full["choices"][0]["message"];
         assert!(msg.get("reasoning_content").is_none());
         assert_eq!(
@@ -311,18 +386,77 @@ mod tests {
     fn a_token_without_text_keeps_its_logprobs() {
         let a = answer(Api::Chat);
         let lp = json!({"content": []});
-        let chunks = a.delta_chunks(&Delta::default(), Some(lp.clone()));
+        let chunks = a.delta_chunks(&ToolDelta::default(), Some(lp.clone()));
         assert_eq!(chunks.len(), 1);
         assert_eq!(chunks[0]["choices"][0]["logprobs"], lp);
-        assert!(a.delta_chunks(&Delta::default(), None).is_empty());
+        assert!(a.delta_chunks(&ToolDelta::default(), None).is_empty());
         // completions have no reasoning field: the text is the content
         let c = answer(Api::Completions).delta_chunks(
-            &Delta {
-                reasoning: String::new(),
+            &ToolDelta {
                 content: "hi".into(),
+                ..ToolDelta::default()
             },
             None,
         );
         assert_eq!(c[0]["choices"][0]["text"], "hi");
+    }
+
+    /// Streamed `tool_calls` deltas: id and name once, in the call's first delta; the
+    /// arguments' fragments add up to the whole response's; `content` null without text.
+    #[test]
+    fn streamed_calls_add_up_to_the_whole_message() {
+        let a = answer(Api::Chat);
+        let text = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+        let mut p = ToolParser::new(Some(ToolFormat::Hermes), Syntax::Plain, true, "", 3);
+        let mut chunks = Vec::new();
+        for piece in text.split_inclusive(|c: char| c == '"' || c == ' ') {
+            chunks.extend(a.delta_chunks(&p.push(piece), None));
+        }
+        chunks.extend(a.delta_chunks(&p.finish(), None));
+        let (mut ids, mut names, mut args) = (Vec::new(), Vec::new(), String::new());
+        for c in &chunks {
+            let delta = &c["choices"][0]["delta"];
+            assert!(delta.get("content").is_none(), "{c}");
+            for call in delta["tool_calls"].as_array().unwrap() {
+                assert_eq!(call["index"], 0);
+                if let Some(id) = call["id"].as_str() {
+                    ids.push(id.to_string());
+                    assert_eq!(call["type"], "function");
+                }
+                if let Some(n) = call["function"]["name"].as_str() {
+                    names.push(n.to_string());
+                }
+                args.push_str(call["function"]["arguments"].as_str().unwrap());
+            }
+        }
+        let (whole, calls) =
+            ToolParser::parse(Some(ToolFormat::Hermes), Syntax::Plain, true, "", text, 3);
+        let full = a.full(whole, &calls, None, "tool_calls", json!({}), json!({}));
+        let msg = &full["choices"][0]["message"];
+        assert_eq!(msg["content"], Value::Null);
+        assert_eq!(full["choices"][0]["finish_reason"], "tool_calls");
+        let call = &msg["tool_calls"][0];
+        assert_eq!(ids, [call["id"].as_str().unwrap()]);
+        assert_eq!(names, ["get_weather"]);
+        assert_eq!(args, call["function"]["arguments"].as_str().unwrap());
+        assert_eq!(args, "{\"city\": \"Paris\"}");
+    }
+
+    #[test]
+    fn finish_reasons_and_mask_timings() {
+        assert_eq!(finish_reason_with(StopReason::Length, 1), "length");
+        let m = MaskStats {
+            masks: 10,
+            median_us: 50,
+            p99_us: 900,
+            max_us: 1500,
+            first_mask_us: 20,
+            compile_us: 3000,
+        };
+        let t = with_mask(json!({"predicted_n": 10}), Some(&m));
+        assert_eq!(t["mask_ms"]["p99"], 0.9);
+        assert_eq!(t["mask_ms"]["max"], 1.5);
+        assert_eq!(t["grammar_ms"], 3.0);
+        assert!(with_mask(json!({}), None).get("mask_ms").is_none());
     }
 }

@@ -9,6 +9,8 @@ use std::sync::{Arc, OnceLock};
 use superinfer_runtime::scheduler::{Client, Lookup};
 use superinfer_runtime::speculative::DraftOptions;
 use superinfer_runtime::{Engine, EngineOptions, Scheduler, SchedulerOptions};
+use superinfer_structured::Grammars;
+use superinfer_template::tools::ToolFormat;
 use superinfer_template::{choose_with_file, ChatTemplate};
 
 use crate::error::ApiError;
@@ -20,6 +22,10 @@ pub struct Ready {
     pub engine: Arc<Engine>,
     pub client: Client,
     pub template: ChatTemplate,
+    /// The format the template's model writes tool calls in (`None`: it knows no tools).
+    pub tool_format: Option<ToolFormat>,
+    /// The model's grammar compiler and its cache (response formats, tool calls).
+    pub grammars: Grammars,
     pub n_parallel: usize,
 }
 
@@ -117,10 +123,13 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Ser
         sched.kv_cache_bytes() as f64 / (1 << 20) as f64,
     );
     state.metrics.publish(0, 0, sched.pool_stats());
+    let grammars = Grammars::new(engine.tokenizer());
     let ready = Ready {
         engine: engine.clone(),
         client: client.clone(),
+        tool_format: ToolFormat::of_template(template.source()),
         template,
+        grammars,
         n_parallel: setup.scheduler.n_parallel,
     };
     // this thread is the only one that sets it, once

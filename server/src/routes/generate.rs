@@ -19,9 +19,11 @@ use superinfer_api::Endpoint;
 use superinfer_runtime::scheduler::{
     Completion, Event, EventSink, Request, RequestError, Ticket, TokenLogprob, TEXT_ONLY,
 };
-use superinfer_template::reasoning::{Delta, Parser, Syntax};
+use superinfer_template::reasoning::Syntax;
+use superinfer_template::tools::{prepare_messages, ToolDelta, ToolParser};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use super::structured::{self, Plan};
 use super::{blocking, body};
 use crate::error::ApiError;
 use crate::log::RequestNote;
@@ -47,20 +49,48 @@ pub async fn chat(
     let t0 = Instant::now();
     let raw = body(raw)?;
     let s = st.clone();
-    let (prompt, p, parser) = blocking(move || {
+    let (prompt, p, parser, plan) = blocking(move || {
         let (obj, p) = request(&s, &raw, Endpoint::Chat)?;
-        let messages = params::messages(&obj)?;
-        let template = &s.ready()?.template;
+        let messages = prepare_messages(&params::messages(&obj)?);
+        let ready = s.ready()?;
+        let template = &ready.template;
+        let mut vars = p.template_vars.clone();
+        if let Some(t) = &p.gen.tools {
+            // the tools as HF templates read them (`tools`), whatever the choice
+            vars.entry("tools").or_insert_with(|| t.raw());
+        }
         let text = template
-            .render_with(&messages, true, &p.template_vars)
+            .render_with(&messages, true, &vars)
             .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
-        // the answer's reasoning and content, split as the template's model writes them
+        let plan = structured::plan(
+            &ready.grammars,
+            ready.tool_format,
+            ready.engine.tokenizer(),
+            &p.gen,
+        )?;
+        // the answer's reasoning, content and calls, split as the template's model writes them
         let extract = p.extract_reasoning.unwrap_or(s.extract_reasoning);
-        let parser = Parser::new(template.syntax(), extract, &text);
-        Ok((encode(&s, &text)?, p, parser))
+        let parser = ToolParser::new(
+            plan.tool_format,
+            template.syntax(),
+            extract,
+            &text,
+            superinfer_runtime::random_seed(),
+        );
+        Ok((encode(&s, &text)?, p, parser, plan))
     })
     .await?;
-    generate(st, prompt, p, parser, Api::Chat, t0, note.map(|n| n.0)).await
+    generate(
+        st,
+        prompt,
+        p,
+        parser,
+        plan,
+        Api::Chat,
+        t0,
+        note.map(|n| n.0),
+    )
+    .await
 }
 
 pub async fn completions(
@@ -71,21 +101,24 @@ pub async fn completions(
     let t0 = Instant::now();
     let raw = body(raw)?;
     let s = st.clone();
-    let (prompt, p) = blocking(move || {
+    let (prompt, p, plan) = blocking(move || {
         let (obj, p) = request(&s, &raw, Endpoint::Completions)?;
         let prompt = match params::prompt(&obj)? {
             Prompt::Text(t) => encode(&s, &t)?,
             Prompt::Tokens(ids) => ids,
         };
-        Ok((prompt, p))
+        let ready = s.ready()?;
+        let plan = structured::plan(&ready.grammars, None, ready.engine.tokenizer(), &p.gen)?;
+        Ok((prompt, p, plan))
     })
     .await?;
-    let plain = Parser::new(Syntax::Plain, false, "");
+    let plain = ToolParser::new(None, Syntax::Plain, false, "", 0);
     generate(
         st,
         prompt,
         p,
         plain,
+        plan,
         Api::Completions,
         t0,
         note.map(|n| n.0),
@@ -132,8 +165,8 @@ struct Run {
     _ticket: Ticket,
     rx: UnboundedReceiver<Event>,
     answer: Answer,
-    /// Splits the text into reasoning and content (all content for completions).
-    parser: Parser,
+    /// Splits the text into reasoning, content and calls (all content for completions).
+    parser: ToolParser,
     t0: Instant,
     last: Option<Instant>,
     /// Tokens generated so far (events with a token of their own).
@@ -169,7 +202,10 @@ impl Run {
         Metrics::add(&m.generation_tokens, self.generated);
         Metrics::add(&m.draft_tokens, c.drafted_tokens);
         Metrics::add(&m.draft_accepted_tokens, c.accepted_tokens);
-        self.end(openai::finish_reason(c.stop));
+        self.end(openai::finish_reason_with(
+            c.stop,
+            self.parser.calls().len(),
+        ));
     }
 
     /// The request failed: the log line says why.
@@ -204,11 +240,13 @@ impl Drop for Run {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn generate(
     st: Arc<AppState>,
     prompt: Vec<u32>,
     p: Params,
-    parser: Parser,
+    parser: ToolParser,
+    plan: Plan,
     api: Api,
     t0: Instant,
     note: Option<RequestNote>,
@@ -228,6 +266,7 @@ async fn generate(
         lookup,
         draft_model,
     };
+    let request = structured::attach(request, plan.constraint);
     let prompt_tokens = request.prompt.len();
     let (tx, rx) = unbounded_channel();
     let ticket = ready.client.submit_to(request, Sink(tx)).map_err(|e| {
@@ -298,11 +337,7 @@ fn logprobs_value(api: Api, run: &Run, lps: &[(u32, TokenLogprob)], offset: usiz
 }
 
 async fn collect(mut run: Run, first: Event) -> Result<Response, ApiError> {
-    let mut text = Delta::default();
-    let mut add = |d: Delta| {
-        text.reasoning.push_str(&d.reasoning);
-        text.content.push_str(&d.content);
-    };
+    let mut text = ToolDelta::default();
     let mut lps = Vec::new();
     let mut ev = first;
     loop {
@@ -313,23 +348,25 @@ async fn collect(mut run: Run, first: Event) -> Result<Response, ApiError> {
                 logprob,
             } => {
                 run.on_token(id);
-                add(run.parser.push(&t));
+                text.add(run.parser.push(&t));
                 if let Some(lp) = logprob {
                     lps.push((id, *lp));
                 }
             }
             Event::Done(c) => {
                 run.on_done(&c);
-                add(run.parser.finish());
+                text.add(run.parser.finish());
                 let logprobs = run
                     .want_logprobs
                     .then(|| logprobs_value(run.answer.api, &run, &lps, 0));
+                let calls = run.parser.calls();
                 let body = run.answer.full(
                     text,
+                    calls,
                     logprobs,
-                    openai::finish_reason(c.stop),
+                    openai::finish_reason_with(c.stop, calls.len()),
                     openai::usage(run.answer.prompt_tokens, run.generated, &c),
-                    openai::timings(run.generated, &c),
+                    openai::with_mask(openai::timings(run.generated, &c), structured::mask_of(&c)),
                 );
                 return Ok(Json(body).into_response());
             }
@@ -378,12 +415,16 @@ impl Streaming {
                     self.queue.push_back(data(&chunk));
                 }
                 let a = &self.run.answer;
-                let last = a.chunk("", None, Some(openai::finish_reason(c.stop)));
+                let finish = openai::finish_reason_with(c.stop, self.run.parser.calls().len());
+                let last = a.chunk("", None, Some(finish));
                 self.queue.push_back(data(&last));
                 if self.include_usage {
                     let u = a.usage_chunk(
                         openai::usage(a.prompt_tokens, self.run.generated, &c),
-                        openai::timings(self.run.generated, &c),
+                        openai::with_mask(
+                            openai::timings(self.run.generated, &c),
+                            structured::mask_of(&c),
+                        ),
                     );
                     self.queue.push_back(data(&u));
                 }

@@ -1,6 +1,7 @@
 //! The HTTP routes. Generation lives in [`generate`]; the small endpoints are here.
 
 pub mod generate;
+pub mod structured;
 
 use std::sync::Arc;
 
