@@ -46,7 +46,7 @@ cp wasm/js/test/*.mjs "$work/"
     npm pkg set type=module >/dev/null
     npm install --no-audit --no-fund --silent "$tarball"
     echo "== the package in Node"
-    node --test --test-concurrency=1 --test-reporter=tap errors.test.mjs threads.test.mjs variants.test.mjs split.test.mjs models.test.mjs moe.test.mjs
+    node --test --test-concurrency=1 --test-reporter=tap errors.test.mjs threads.test.mjs variants.test.mjs split.test.mjs models.test.mjs moe.test.mjs structured.test.mjs
 )
 if [ "${SUPERINFER_SKIP_CHROMIUM:-0}" != 1 ]; then
     echo "== the demo page in headless Chromium ($(chromium --version 2>/dev/null | head -c 40))"

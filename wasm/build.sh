@@ -68,7 +68,9 @@ for row in "${variants[@]}"; do
     # one target directory per variant: their flags differ, and cargo would rebuild everything
     # on each switch in a shared one
     export CARGO_TARGET_DIR="$target_root/$name"
-    export RUSTFLAGS="-C target-feature=$features $extra"
+    # getrandom (the grammar engine's hash seeds) from src/random.rs: wasm32-unknown-unknown
+    # has no source of its own without JS bindings
+    export RUSTFLAGS="-C target-feature=$features $extra --cfg getrandom_backend=\"custom\""
     args=(build --release -p superinfer-wasm --target wasm32-unknown-unknown)
     if [ "$build_std" = yes ]; then
         if ! rustup component list --installed | grep -q '^rust-src'; then

@@ -8,6 +8,11 @@
 //! error object (`message`, `param`, `code`), the npm package to a rejected promise with the
 //! same `code`.
 //!
+//! What a request's output must follow is planned here too, once for every frontend:
+//! [`plan`] compiles its `response_format` or its tools' call grammar into a constraint
+//! factory (a grammar that cannot be compiled is an [`Error`] with its code), and
+//! [`call_delta_json`] / [`tool_calls_json`] give an answer's calls OpenAI's shapes.
+//!
 //! ```
 //! use superinfer_api::{object, Endpoint, GenParams};
 //! let body = object(br#"{"prompt": "Hi", "temperature": 0, "stop": "\n"}"#).unwrap();
@@ -19,17 +24,21 @@
 //! assert_eq!(e.message, "'temperature' must be a number, not a string");
 //! ```
 
+mod answer;
 mod fields;
 mod format;
 mod params;
+mod plan;
 mod prompt;
 mod tools;
 
 use std::fmt;
 
+pub use answer::{call_delta_json, tool_calls_json};
 pub use fields::{object, Fields};
 pub use format::{output_format, OutputFormat};
 pub use params::{Endpoint, GenParams, MAX_STOP};
+pub use plan::{finish_with_calls, grammar_error, plan, Factory, Plan};
 pub use prompt::{messages, prompt, Prompt};
 pub use tools::{tools, Tool, ToolChoice, Tools};
 

@@ -280,7 +280,8 @@ pub unsafe extern "C" fn si_detokenize(ptr: *const u8, len: usize, special: i32)
     })
 }
 
-/// The prompt text of a conversation (a JSON array of messages) under the chat template.
+/// The prompt text of a conversation under the chat template: `{messages, tools?}` (or the
+/// array of messages alone).
 ///
 /// # Safety
 /// As `input`.
@@ -289,7 +290,10 @@ pub unsafe extern "C" fn si_render_chat(ptr: *const u8, len: usize) -> i32 {
     call(1, |s| {
         // SAFETY: the caller's contract.
         let v = unsafe { json(ptr, len) }?;
-        engine(s)?.render_chat(&v)
+        match v.get("messages") {
+            Some(m) => engine(s)?.render_chat(m, v.get("tools")),
+            None => engine(s)?.render_chat(&v, None),
+        }
     })
 }
 
@@ -322,10 +326,18 @@ pub extern "C" fn si_prefill(n: usize) -> i32 {
     }
 }
 
-/// The next step: the result is `{id, ids, text, finish, generated}` (`Engine::next_token`).
+/// The next step: the result is `{id, ids, text, finish, generated, reasoning, content,
+/// tool_calls}` (`Engine::next_token`).
 #[no_mangle]
 pub extern "C" fn si_next() -> i32 {
     call(1, |s| Ok(engine(s)?.next_token()?.to_string()))
+}
+
+/// Ends the answer: what was held back, the whole answer's calls and its finish reason
+/// (`Engine::end`).
+#[no_mangle]
+pub extern "C" fn si_end() -> i32 {
+    call(1, |s| Ok(engine(s)?.end()?.to_string()))
 }
 
 /// The engine's description (`info()`), as JSON.

@@ -1,12 +1,15 @@
 //! One loaded model and its conversation: the weights borrowed from the model buffer, a
 //! [`Context`] of the one forward path, the chat template, and a token-by-token generation
 //! the JavaScript side drives (so it can stop between any two tokens, and between chunks of
-//! a prompt).
+//! a prompt). A request's output format or tools are planned as the server plans them
+//! ([`superinfer_api::plan`]: compiled by the model's [`Grammars`] into the generation's
+//! constraint), and its answer is read as the server reads it (the template's
+//! [`ToolParser`]: reasoning, content and tool calls).
 
 use core::mem::ManuallyDrop;
 
 use serde_json::{json, Map, Value};
-use superinfer_api::{Endpoint, GenParams, Prompt};
+use superinfer_api::{Endpoint, Fields, GenParams, Prompt};
 use superinfer_core::generate::{
     Context, ContextOptions, GenerateParams, Generation, Model, NoDrafter, StopReason, Token,
 };
@@ -15,6 +18,9 @@ use superinfer_core::kernels::Kernels;
 use superinfer_core::parallel::Parallel;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::Tokenizer;
+use superinfer_structured::Grammars;
+use superinfer_template::reasoning::{extract_for_format, Syntax};
+use superinfer_template::tools::{prepare_messages, ToolDelta, ToolFormat, ToolParser};
 use superinfer_template::{choose, ChatTemplate};
 
 use crate::buffer::{Layout, ModelBuffer};
@@ -36,6 +42,11 @@ pub struct Engine {
     model: &'static Model<'static>,
     bytes: &'static [u8],
     template: ChatTemplate,
+    /// The format the template's model writes tool calls in (`None`: it knows no tools).
+    tool_format: Option<ToolFormat>,
+    /// The model's grammar compiler and its cache, built by the first request that asks
+    /// for a format or tools (its token trie costs time and memory a plain chat never needs).
+    grammars: Option<Grammars>,
     info: Value,
     gen: Option<Call>,
 }
@@ -46,6 +57,9 @@ pub struct Engine {
 struct Call {
     gen: Generation,
     fed: usize,
+    /// Reads the answer into reasoning, content and calls (a completion's text is all
+    /// content).
+    parser: ToolParser,
 }
 
 impl Engine {
@@ -162,7 +176,9 @@ impl Engine {
             ctx: ManuallyDrop::new(ctx),
             model,
             bytes,
+            tool_format: ToolFormat::of_template(template.source()),
             template,
+            grammars: None,
             info,
             gen: None,
         })
@@ -199,16 +215,32 @@ impl Engine {
     }
 
     /// The prompt text of a conversation (`messages`: OpenAI's array of `{role, content}`,
-    /// checked as the server checks it), rendered with the model's chat template, ending with
+    /// checked as the server checks it; `tools`: the request's tools, which the template
+    /// renders into its system turn), rendered with the model's chat template, ending with
     /// the assistant's turn opening.
-    pub fn render_chat(&self, messages: &Value) -> Result<String> {
-        let body = Map::from_iter([("messages".to_string(), messages.clone())]);
-        self.render_messages(&body)
+    pub fn render_chat(&self, messages: &Value, tools: Option<&Value>) -> Result<String> {
+        let mut body = Map::from_iter([("messages".to_string(), messages.clone())]);
+        if let Some(t) = tools.filter(|t| !t.is_null()) {
+            body.insert("tools".to_string(), t.clone());
+        }
+        let tools = superinfer_api::tools(&body)?;
+        self.render_messages(&body, tools.as_ref())
     }
 
-    fn render_messages(&self, body: &Map<String, Value>) -> Result<String> {
-        let messages = superinfer_api::messages(body)?;
-        Ok(self.template.render_json(&messages, true)?)
+    /// The request's conversation rendered as the server renders it: earlier calls'
+    /// arguments as the templates expect them, the tools (whatever `tool_choice` says) as
+    /// the template's `tools` variable.
+    fn render_messages(
+        &self,
+        body: &Map<String, Value>,
+        tools: Option<&superinfer_api::Tools>,
+    ) -> Result<String> {
+        let messages = prepare_messages(&superinfer_api::messages(body)?);
+        let mut vars = Map::new();
+        if let Some(t) = tools {
+            vars.insert("tools".to_string(), t.raw());
+        }
+        Ok(self.template.render_with(&messages, true, &vars)?)
     }
 
     /// Tokens of a prompt text ([`Tokenizer::encode_prompt`], as `superinfer run` and the
@@ -222,8 +254,12 @@ impl Engine {
     /// `messages` (a chat), else `prompt` (text or token ids); `max_tokens`, sampling
     /// (`temperature`, `top_k`, `top_p`, `min_p`, `repeat_penalty`, `repeat_last_n`,
     /// `frequency_penalty`, `presence_penalty`, `seed`), `stop` and `ignore_eos` (go on past
-    /// end-of-generation tokens, for benchmarks). The cache keeps the longest prefix this
-    /// prompt shares with the previous conversation.
+    /// end-of-generation tokens, for benchmarks); the output's shape (`response_format`,
+    /// `grammar`, `json_schema`) and, for a chat, `tools`, `tool_choice`,
+    /// `parallel_tool_calls` and `reasoning_format` (`auto`, `deepseek`: the reasoning apart,
+    /// the default; `none`: in the content). A schema or grammar that cannot be enforced
+    /// fails with its code (`invalid_schema`, `unsupported_schema_keyword`, ...). The cache
+    /// keeps the longest prefix this prompt shares with the previous conversation.
     pub fn begin(&mut self, req: &Value) -> Result<Value> {
         self.gen = None;
         let body = req
@@ -236,17 +272,19 @@ impl Engine {
             Endpoint::Completions
         };
         let params = GenParams::parse(body, endpoint)?;
-        let prompt = if chat {
-            let text = self.render_messages(body)?;
-            self.encode_prompt(&text)?
+        let extract = reasoning_format(body)?;
+        let (prompt, text) = if chat {
+            let text = self.render_messages(body, params.tools.as_ref())?;
+            (self.encode_prompt(&text)?, text)
         } else {
-            match superinfer_api::prompt(body)? {
+            let ids = match superinfer_api::prompt(body)? {
                 Prompt::Text(text) => self.encode_prompt(&text)?,
                 Prompt::Tokens(ids) => {
                     self.check_ids(&ids)?;
                     ids
                 }
-            }
+            };
+            (ids, String::new())
         };
         if prompt.is_empty() {
             return Err(Failure::new("invalid_argument", "the prompt is empty"));
@@ -263,8 +301,24 @@ impl Engine {
                 ),
             ));
         }
+        let tok = self.model.tokenizer();
+        let plan = if params.format.is_some() || params.tools.is_some() {
+            let grammars = self.grammars.get_or_insert_with(|| Grammars::new(tok));
+            let tool_format = if chat { self.tool_format } else { None };
+            superinfer_api::plan(grammars, tool_format, tok, &params)?
+        } else {
+            superinfer_api::Plan::default()
+        };
         // the request's seed, else SamplerConfig's (the package always sends one)
         let sampler = Sampler::new(params.sampling)?;
+        let parser = if chat {
+            // the calls' ids: from the seed, and differing from one turn to the next
+            let ids = params.seed.unwrap_or(0) ^ ((prompt.len() as u64) << 32);
+            let syntax = self.template.syntax();
+            ToolParser::new(plan.tool_format, syntax, extract, &text, ids)
+        } else {
+            ToolParser::new(None, Syntax::Plain, false, "", 0)
+        };
         let keep = self.ctx.keep_prefix(&prompt);
         let n_prompt = prompt.len();
         let rules = GenerateParams {
@@ -274,10 +328,14 @@ impl Engine {
             stop: params.stop,
             logprobs: None,
         };
-        let tok = self.model.tokenizer();
+        let mut gen = Generation::new(prompt, sampler, &rules, n_ctx, tok);
+        if let Some(make) = &plan.constraint {
+            gen = gen.with_constraint(make());
+        }
         self.gen = Some(Call {
-            gen: Generation::new(prompt, sampler, &rules, n_ctx, tok),
+            gen,
             fed: keep,
+            parser,
         });
         Ok(json!({ "prompt_tokens": n_prompt, "cached_tokens": keep }))
     }
@@ -298,13 +356,16 @@ impl Engine {
     }
 
     /// One step of the generation (core's `Context::step`: the token sampled last is
-    /// evaluated, the next sampled). Returns `{id, ids, text, finish, generated}`: `ids` the
-    /// tokens emitted (one, or none when the generation ended without a token of its own: an
-    /// end-of-generation token), `id` the last of them or null, `finish` null while
-    /// generation goes on, else `"stop"` (end of generation or a stop string) or `"length"`
-    /// (`max_tokens` or a full context), `generated` the tokens of the answer so far (the
-    /// usage's `completion_tokens`, as the server counts them: an end-of-generation token is
-    /// not one).
+    /// evaluated, the next sampled). Returns `{id, ids, text, finish, generated}` and what
+    /// the step added to the answer (`reasoning`, `content`, `tool_calls`: see
+    /// [`delta_json`]): `ids` the tokens emitted (one, or none when the generation ended
+    /// without a token of its own: an end-of-generation token; more when the constraint
+    /// forced some), `id` the last of them or null, `text` their text, `finish` null while
+    /// generation goes on, else `"stop"` (end of generation, a stop string, or the grammar
+    /// complete) or `"length"` (`max_tokens` or a full context), `generated` the tokens of
+    /// the answer so far (the usage's `completion_tokens`, as the server counts them: an
+    /// end-of-generation token is not one). Once `finish` is set, [`Self::end`] gives the
+    /// rest of the answer.
     pub fn next_token(&mut self) -> Result<Value> {
         let g = self.gen.as_mut().ok_or_else(no_generation)?;
         if g.gen.stop().is_some() || g.fed < g.gen.prompt_len() {
@@ -330,14 +391,57 @@ impl Engine {
                 return Err(e.into());
             }
         };
-        Ok(json!({
-            "id": ids.last(),
-            "ids": ids,
-            "text": text,
-            "finish": finish,
-            "generated": g.gen.emitted(),
-        }))
+        let mut out = delta_json(&g.parser.push(&text));
+        out["id"] = json!(ids.last());
+        out["ids"] = json!(ids);
+        out["text"] = json!(text);
+        out["finish"] = json!(finish);
+        out["generated"] = json!(g.gen.emitted());
+        Ok(out)
     }
+
+    /// Ends the answer (after its last step, or when JS stops it early): what the reader
+    /// held back (a marker that might have begun), as `{reasoning, content, tool_calls}`,
+    /// with the whole answer's calls (`calls`: OpenAI's `message.tool_calls`) and its
+    /// `finish_reason` (`tool_calls` when it ended calling tools; null when it did not end
+    /// by itself).
+    pub fn end(&mut self) -> Result<Value> {
+        let g = self.gen.as_mut().ok_or_else(no_generation)?;
+        let mut out = delta_json(&g.parser.finish());
+        let calls = g.parser.calls();
+        out["calls"] = superinfer_api::tool_calls_json(calls);
+        out["finish_reason"] = json!(g
+            .gen
+            .stop()
+            .map(|s| superinfer_api::finish_with_calls(finish_reason(s), calls.len())));
+        Ok(out)
+    }
+}
+
+/// What a piece of the answer added: `{reasoning, content, tool_calls}` (the calls' deltas
+/// as the server streams them: [`superinfer_api::call_delta_json`]).
+fn delta_json(d: &ToolDelta) -> Value {
+    let calls: Vec<Value> = d
+        .calls
+        .iter()
+        .map(superinfer_api::call_delta_json)
+        .collect();
+    json!({ "reasoning": d.reasoning, "content": d.content, "tool_calls": calls })
+}
+
+/// `reasoning_format`: whether a chat's reasoning goes apart (`auto`, `deepseek`: the
+/// default) or stays in the content (`none`), as the server takes it.
+fn reasoning_format(body: &Map<String, Value>) -> Result<bool> {
+    let Some(name) = Fields(body).str("reasoning_format")? else {
+        return Ok(true);
+    };
+    extract_for_format(name).ok_or_else(|| {
+        superinfer_api::Error::param(
+            "reasoning_format",
+            format!("'reasoning_format' must be auto, deepseek or none, not '{name}'"),
+        )
+        .into()
+    })
 }
 
 /// OpenAI's `finish_reason` for why a generation stopped.

@@ -32,8 +32,10 @@ impl Failure {
 }
 
 /// A request field that is wrong, with the server's message and code (`invalid_type`,
-/// `invalid_value`, `missing_required_parameter`; `invalid_json` cannot reach here: the
-/// package writes the JSON).
+/// `invalid_value`, `missing_required_parameter`; a schema or grammar that cannot be
+/// enforced: `invalid_schema`, `unsupported_schema_keyword` with the keyword as `param`,
+/// `invalid_grammar`, `grammar_too_large`; `unknown_tool`; `invalid_json` cannot reach here:
+/// the package writes the JSON).
 impl From<superinfer_api::Error> for Failure {
     fn from(e: superinfer_api::Error) -> Failure {
         let code = match e.code {

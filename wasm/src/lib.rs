@@ -15,11 +15,13 @@
 //! - [`engine`]: `superinfer_core::generate` over the borrowed bytes (the one forward path),
 //!   the chat template, and generation token by token so JS can stop it between tokens;
 //! - [`errors`]: the typed codes the JS promises reject with;
-//! - [`threads`]: core's `Parallel` over workers sharing the memory (the threaded build).
+//! - [`threads`]: core's `Parallel` over workers sharing the memory (the threaded build);
+//! - [`random`]: the bytes `getrandom` draws hash seeds from on wasm32.
 
 pub mod abi;
 pub mod buffer;
 pub mod engine;
 pub mod errors;
 pub mod probe;
+pub mod random;
 pub mod threads;

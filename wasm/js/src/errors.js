@@ -14,6 +14,11 @@ export const ERROR_CODES = Object.freeze([
   'invalid_type', // a request field of the wrong type (`param` names it), as the server says
   'invalid_value', // a request field out of range or not supported (`param` names it)
   'missing_required_parameter', // a request without its prompt or messages
+  'invalid_schema', // a response format's JSON schema (or a tool's parameters) is not a valid schema
+  'unsupported_schema_keyword', // a schema keyword the engine cannot enforce (`param` names the keyword)
+  'invalid_grammar', // a `grammar` (GBNF) that does not parse
+  'grammar_too_large', // a schema or grammar past the engine's limits (size, nesting, compile work)
+  'unknown_tool', // `toolChoice` names a function `tools` does not hold
   'template', // the chat template failed to render these messages
   'tokenizer',
   'no_model',

@@ -12,6 +12,16 @@ export type ErrorCode =
   | 'invalid_type'
   | 'invalid_value'
   | 'missing_required_parameter'
+  /** A response format's JSON schema, or a tool's `parameters`, is not a valid schema. */
+  | 'invalid_schema'
+  /** A schema keyword the engine cannot enforce (never dropped silently); `param` names the keyword. */
+  | 'unsupported_schema_keyword'
+  /** A `grammar` (GBNF) that does not parse. */
+  | 'invalid_grammar'
+  /** A schema or grammar past the engine's limits (its size, nesting, or the work to compile it). */
+  | 'grammar_too_large'
+  /** `toolChoice` names a function that `tools` does not hold. */
+  | 'unknown_tool'
   | 'template'
   | 'tokenizer'
   | 'no_model'
@@ -23,7 +33,7 @@ export declare const ERROR_CODES: readonly ErrorCode[];
 export declare class SuperinferError extends Error {
   readonly name: 'SuperinferError';
   readonly code: ErrorCode;
-  /** The request field a bad request is about (with `invalid_type`, `invalid_value`, `missing_required_parameter`), as the server's error objects name it. */
+  /** The request field a bad request is about (with `invalid_type`, `invalid_value`, `missing_required_parameter`, and the schema and grammar codes: `response_format`, `grammar`, `tools`, `tool_choice`, or the unsupported keyword), as the server's error objects name it. */
   readonly param?: string;
   constructor(code: ErrorCode, message: string, param?: string);
 }
@@ -95,9 +105,91 @@ export interface GenerateOptions extends SamplingOptions {
   ignoreEos?: boolean;
   /** Stops the generation within one token; the stream then ends with finish_reason "abort". */
   signal?: AbortSignal;
+  /**
+   * The shape of the output, as OpenAI's `response_format` (the server's meaning): any JSON
+   * object, or JSON that fits a JSON Schema, enforced token by token (the answer ends when the
+   * value is complete). A schema keyword the engine cannot enforce rejects with
+   * `unsupported_schema_keyword` (`param`: the keyword), a bad schema with `invalid_schema`.
+   *
+   * ```js
+   * const r = await engine.chatCompletion([{ role: 'user', content: 'A city and its country.' }], {
+   *   temperature: 0,
+   *   responseFormat: { type: 'json_schema', json_schema: { name: 'place', schema: {
+   *     type: 'object', properties: { city: { type: 'string' }, country: { type: 'string' } },
+   *     required: ['city', 'country'], additionalProperties: false } } },
+   * });
+   * JSON.parse(r.choices[0].message.content); // { city: ..., country: ... }
+   * ```
+   */
+  responseFormat?: ResponseFormat;
+  /** A llama.cpp GBNF grammar the output must follow (llama-server's `grammar`); not with `responseFormat`. */
+  grammar?: string;
+  /**
+   * Functions the model may call (chat only), as OpenAI's `tools`: the chat template renders
+   * them, and the calls, written in the model's own format (Qwen2.5's `<tool_call>`, Llama
+   * 3.x's JSON, Mistral's `[TOOL_CALLS]`), are held to each tool's `parameters` schema and
+   * come back as `tool_calls` (finish_reason `tool_calls`). Not with `responseFormat`.
+   *
+   * ```js
+   * const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather in a city',
+   *   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+   * const r = await engine.chatCompletion([{ role: 'user', content: 'Weather in Paris?' }], { tools, toolChoice: 'required' });
+   * const call = r.choices[0].message.tool_calls[0]; // { id, type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }
+   * // the next turn: the call, then its result
+   * const next = [..., r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp": 18}' }];
+   * ```
+   */
+  tools?: Tool[];
+  /**
+   * `'auto'` (the default with tools: the model decides, text before a call is free),
+   * `'none'` (no call), `'required'` (at least one call), or one function:
+   * `{ type: 'function', function: { name } }` (a name not in `tools` rejects with `unknown_tool`).
+   */
+  toolChoice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+  /** Several calls in one answer (default true). */
+  parallelToolCalls?: boolean;
+  /** `'auto'` (default) or `'deepseek'`: a thinking model's reasoning goes to `reasoning_content`; `'none'`: it stays in the content. */
+  reasoningFormat?: 'auto' | 'deepseek' | 'none';
 }
 
-export type FinishReason = 'stop' | 'length' | 'abort';
+/** OpenAI's `response_format`. */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name?: string; description?: string; schema?: object | boolean; strict?: boolean } };
+
+/** A function the model may call (OpenAI's `tools` entry). */
+export interface Tool {
+  type: 'function';
+  function: {
+    name: string;
+    description?: string;
+    /** The JSON Schema of its arguments (default: an object with any properties). */
+    parameters?: object;
+  };
+}
+
+/** A whole call (OpenAI's `message.tool_calls` entry); `arguments` is the JSON text the model wrote. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/**
+ * A streamed piece of a call (OpenAI's `delta.tool_calls` entry): the call's first delta has
+ * its `id`, `type` and `function.name`; every delta adds a fragment of `function.arguments`.
+ * The fragments of one `index` concatenate to the whole call's `arguments`.
+ */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
+}
+
+/** `tool_calls`: the answer ended calling tools. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'abort';
 
 export interface Usage {
   prompt_tokens: number;
@@ -131,14 +223,41 @@ export interface CompletionChunk extends ChunkBase {
   choices: [{ index: 0; text: string; token_ids?: number[]; logprobs: null; finish_reason: FinishReason | null }];
 }
 
+/**
+ * A piece of a chat answer, in the server's stream's shape: a thinking model's reasoning in
+ * `reasoning_content`, the answer in `content`, tool calls in `tool_calls` (each in a chunk
+ * of its own; the token ids on the first).
+ */
 export interface ChatChunk extends ChunkBase {
   object: 'chat.completion.chunk';
-  choices: [{ index: 0; delta: { role?: 'assistant'; content?: string }; token_ids?: number[]; finish_reason: FinishReason | null }];
+  choices: [{
+    index: 0;
+    delta: { role?: 'assistant'; content?: string; reasoning_content?: string; tool_calls?: ToolCallDelta[] };
+    token_ids?: number[];
+    finish_reason: FinishReason | null;
+  }];
 }
 
+/** A whole chat answer (OpenAI's non-streamed `chat.completion`). */
+export interface ChatCompletion extends ChunkBase {
+  object: 'chat.completion';
+  choices: [{
+    index: 0;
+    message: {
+      role: 'assistant';
+      /** null when the answer is only tool calls. */
+      content: string | null;
+      reasoning_content?: string;
+      tool_calls?: ToolCall[];
+    };
+    finish_reason: FinishReason;
+  }];
+}
+
+/** `role: 'tool'` with `tool_call_id` answers a call; an assistant message may carry its `tool_calls`. */
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | string;
-  content: string;
+  role: 'system' | 'user' | 'assistant' | 'tool' | string;
+  content: string | null;
   [field: string]: unknown;
 }
 
@@ -188,11 +307,13 @@ export declare class Engine {
   memory(): Promise<{ wasmBytes: number }>;
   tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: Iterable<number>, options?: { special?: boolean }): Promise<string>;
-  /** The prompt text the model's chat template makes of `messages`. */
-  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** The prompt text the model's chat template makes of `messages` (and `tools`, as `chat` renders them). */
+  applyChatTemplate(messages: ChatMessage[], options?: { tools?: Tool[] }): Promise<string>;
   /** Text (special tokens written in it are parsed; BOS added as the model asks) or token ids. */
   complete(prompt: string | number[], options?: GenerateOptions): AsyncIterable<CompletionChunk>;
   chat(messages: ChatMessage[], options?: GenerateOptions): AsyncIterable<ChatChunk>;
+  /** The whole answer of `chat` at once: its content, reasoning and tool calls. */
+  chatCompletion(messages: ChatMessage[], options?: GenerateOptions): Promise<ChatCompletion>;
   /** Frees the model and ends the worker and its helper threads. */
   dispose(): Promise<void>;
 }

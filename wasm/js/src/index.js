@@ -179,9 +179,9 @@ export class Engine {
     return this._call('detokenize', { ids: Array.from(ids), special });
   }
 
-  /** The prompt text the chat template makes of `messages`. */
-  async applyChatTemplate(messages) {
-    return this._call('renderChat', { messages });
+  /** The prompt text the chat template makes of `messages` (and of `tools`, as `chat` renders them). */
+  async applyChatTemplate(messages, { tools } = {}) {
+    return this._call('renderChat', tools == null ? { messages } : { messages, tools });
   }
 
   /** Streams a completion of `prompt` (text or token ids). */
@@ -193,6 +193,31 @@ export class Engine {
   /** Streams the assistant's reply to `messages` ([{role, content}], OpenAI's shape). */
   chat(messages, options = {}) {
     return this._stream('chat.completion.chunk', { messages }, options);
+  }
+
+  /**
+   * The assistant's whole reply to `messages`, as OpenAI's non-streamed `chat.completion`:
+   * `message.content` (null when the reply is only tool calls), `reasoning_content` when the
+   * model reasoned, `tool_calls` when it called tools (finish_reason `tool_calls`).
+   */
+  async chatCompletion(messages, options = {}) {
+    let whole = null;
+    const stream = this._stream('chat.completion.chunk', { messages }, options, (r) => { whole = r; });
+    let content = '';
+    let reasoning = '';
+    let last = null;
+    for await (const c of stream) {
+      const d = c.choices[0].delta;
+      content += d.content ?? '';
+      reasoning += d.reasoning_content ?? '';
+      last = c;
+    }
+    const calls = whole?.tool_calls ?? [];
+    const message = { role: 'assistant', content: calls.length && !content ? null : content };
+    if (reasoning) message.reasoning_content = reasoning;
+    if (calls.length) message.tool_calls = calls;
+    const { id, created, model, usage, timings } = last;
+    return { id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: last.choices[0].finish_reason }], usage, timings };
   }
 
   async dispose() {
@@ -211,19 +236,28 @@ export class Engine {
     return this._rpc.call(type, body);
   }
 
-  _stream(object, body, options) {
+  _stream(object, body, options, onEnd) {
     try {
-      return this._streamChecked(object, body, options);
+      return this._streamChecked(object, body, options, onEnd);
     } catch (e) {
       // bad options reject on iteration, like every other error
       return { async *[Symbol.asyncIterator]() { throw e; } };
     }
   }
 
-  _streamChecked(object, body, options) {
-    const { signal, maxTokens, max_tokens, stop, ignoreEos, ...sampling } = options;
+  _streamChecked(object, body, options, onEnd) {
+    const {
+      signal, maxTokens, max_tokens, stop, ignoreEos, responseFormat, response_format, grammar,
+      tools, toolChoice, tool_choice, parallelToolCalls, parallel_tool_calls, reasoningFormat, reasoning_format,
+      ...sampling
+    } = options;
     // checked field by field in the engine, as the server checks them (a wrong type is refused)
-    const request = { ...body, ...snake(sampling), max_tokens: maxTokens ?? max_tokens ?? null, stop: stop ?? null, ignore_eos: ignoreEos ?? null };
+    const request = {
+      ...body, ...snake(sampling), max_tokens: maxTokens ?? max_tokens ?? null, stop: stop ?? null, ignore_eos: ignoreEos ?? null,
+      response_format: responseFormat ?? response_format ?? null, grammar: grammar ?? null, tools: tools ?? null,
+      tool_choice: toolChoice ?? tool_choice ?? null, parallel_tool_calls: parallelToolCalls ?? parallel_tool_calls ?? null,
+      reasoning_format: reasoningFormat ?? reasoning_format ?? null,
+    };
     if (request.seed === undefined) request.seed = Math.floor(Math.random() * 2 ** 32);
     const engine = this;
     const id = `${object === 'text_completion' ? 'cmpl' : 'chatcmpl'}-${Date.now().toString(36)}${(counter++).toString(36)}`;
@@ -254,17 +288,22 @@ export class Engine {
               const c = queue.shift();
               const tokenIds = c.ids ?? (c.id === null ? [] : [c.id]);
               if (chat) {
-                yield wrap({ delta: first ? { role: 'assistant', content: c.text } : { content: c.text }, token_ids: tokenIds, finish_reason: null });
+                // as the server streams a piece: its reasoning, its content, then its calls;
+                // the token ids go with the first
+                for (const [i, delta] of chatDeltas(c).entries()) {
+                  yield wrap({ delta: first ? { role: 'assistant', ...delta } : delta, token_ids: i ? [] : tokenIds, finish_reason: null });
+                  first = false;
+                }
               } else {
                 yield wrap({ text: c.text, token_ids: tokenIds, logprobs: null, finish_reason: null });
               }
-              first = false;
             }
             if (end) break;
             await new Promise((r) => { wake = r; });
             wake = null;
           }
           if (end.e) throw end.e;
+          onEnd?.(end.r);
           const { finish_reason, usage, timings } = end.r;
           yield wrap(chat ? { delta: {}, finish_reason } : { text: '', finish_reason }, { usage, timings });
         } finally {
@@ -275,6 +314,21 @@ export class Engine {
       },
     };
   }
+}
+
+/**
+ * The deltas of a piece of a chat answer: `reasoning_content`, `content`, `tool_calls`, each
+ * in a delta of its own when present (a piece that adds nothing visible still gives one
+ * `content` delta, for its token ids).
+ */
+function chatDeltas(c) {
+  const out = [];
+  if (c.reasoning) out.push({ reasoning_content: c.reasoning });
+  const calls = c.tool_calls ?? [];
+  const content = c.content ?? c.text;
+  if (content || (!out.length && !calls.length)) out.push({ content });
+  if (calls.length) out.push({ tool_calls: calls });
+  return out;
 }
 
 const SAMPLING = {

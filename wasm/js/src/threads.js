@@ -6,6 +6,7 @@
 // stays there until `si_threads_stop`.
 
 import { spawnWorker } from './spawn.js';
+import { engineImports } from './wasm.js';
 
 /** How long the engine waits for its helpers to start before it goes on with those that did. */
 const START_TIMEOUT_MS = 20_000;
@@ -63,7 +64,9 @@ export function stopHelpers(core, helpers) {
 
 /** A helper's side: set up the stack and TLS, tell the engine, then serve jobs until stopped. */
 export async function runHelper({ module, memory, index, stackTop }, post) {
-  const instance = await WebAssembly.instantiate(module, { env: { memory } });
+  const imports = engineImports();
+  imports.env.memory = memory;
+  const instance = await WebAssembly.instantiate(module, imports);
   const e = instance.exports;
   e.__stack_pointer.value = stackTop;
   e.__wasm_init_tls(stackTop);

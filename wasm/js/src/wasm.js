@@ -54,6 +54,15 @@ export function relaxedSimdSupported() {
   }
 }
 
+/**
+ * What the engine imports besides a threaded build's memory: `env.now`, the clock of the
+ * grammar engine (llguidance through the `instant` crate: milliseconds, only differences
+ * count).
+ */
+export function engineImports() {
+  return { env: { now: () => performance.now() } };
+}
+
 /** The initial pages of the memory a module imports (from its import section), or null. */
 export function importedMemoryPages(bytes) {
   const b = new Uint8Array(bytes);
@@ -118,14 +127,16 @@ export class WasmCore {
     const module = await WebAssembly.compile(bytes);
     const imported = WebAssembly.Module.imports(module).find((i) => i.kind === 'memory');
     if (!imported) {
-      const instance = await WebAssembly.instantiate(module, {});
+      const instance = await WebAssembly.instantiate(module, engineImports());
       return new WasmCore(module, instance, instance.exports.memory);
     }
     // the threaded build imports its memory: one shared memory for the engine and its helpers
     const initial = importedMemoryPages(bytes);
     if (!initial) throw new SuperinferError('internal', `cannot read the memory import of ${url}`);
     const memory = new WebAssembly.Memory({ initial, maximum: MAX_PAGES, shared: true });
-    const instance = await WebAssembly.instantiate(module, { [imported.module]: { [imported.name]: memory } });
+    const imports = engineImports();
+    imports[imported.module] = { ...imports[imported.module], [imported.name]: memory };
+    const instance = await WebAssembly.instantiate(module, imports);
     return new WasmCore(module, instance, memory);
   }
 
@@ -225,6 +236,12 @@ export class WasmCore {
   /** {id, ids, text, finish, generated} */
   next() {
     this.check(this.exports.si_next());
+    return JSON.parse(this.resultText());
+  }
+
+  /** Ends the answer: what the reader held back, the whole answer's calls, its finish reason. */
+  end() {
+    this.check(this.exports.si_end());
     return JSON.parse(this.resultText());
   }
 }

@@ -77,7 +77,7 @@ async function run(msg) {
     case 'detokenize':
       return core.detokenize(msg.ids, msg.special);
     case 'renderChat':
-      return core.renderChat(msg.messages);
+      return core.renderChat(msg.tools ? { messages: msg.messages, tools: msg.tools } : msg.messages);
     case 'generate':
       return generate(msg);
     case 'memory':
@@ -183,17 +183,21 @@ async function generate({ id, request }) {
   while (!finish) {
     const t = core.next();
     generated = t.generated;
-    if (t.text || t.ids.length) post({ text: t.text, id: t.id, ids: t.ids });
+    if (t.text || t.ids.length) post(piece(t, t.text, t.id, t.ids));
     if (t.finish) { finish = t.finish; break; }
     await yieldNow();
     if (aborted.has(id)) finish = 'abort';
   }
+  // what the answer's reader held back (a marker that might have begun), and its calls
+  const last = core.end();
+  if (last.reasoning || last.content || last.tool_calls.length) post(piece(last, '', null, []));
   const tEnd = performance.now();
   const promptN = begun.prompt_tokens - begun.cached_tokens;
   const promptMs = tPrompt - t0;
   const decodeMs = tEnd - tPrompt;
   return {
-    finish_reason: finish,
+    finish_reason: finish === 'abort' ? finish : (last.finish_reason ?? finish),
+    tool_calls: last.calls,
     usage: { prompt_tokens: begun.prompt_tokens, completion_tokens: generated, total_tokens: begun.prompt_tokens + generated },
     timings: {
       cached_n: begun.cached_tokens,
@@ -205,4 +209,13 @@ async function generate({ id, request }) {
       predicted_per_second: generated > 0 ? (generated * 1000) / decodeMs : 0,
     },
   };
+}
+
+/**
+ * A piece of the answer as the page's side takes it: the tokens' text and ids, and what they
+ * added to the reasoning, the content and the tool calls (OpenAI's `delta.tool_calls`
+ * entries), read as the server reads an answer.
+ */
+function piece(t, text, id, ids) {
+  return { text, id, ids, reasoning: t.reasoning, content: t.content, tool_calls: t.tool_calls };
 }
