@@ -9,7 +9,7 @@
 //! same `code`.
 //!
 //! What a request's output must follow is planned here too, once for every frontend:
-//! [`plan`] compiles its `response_format` or its tools' call grammar into a constraint
+//! [`plan()`] compiles its `response_format` or its tools' call grammar into a constraint
 //! factory (a grammar that cannot be compiled is an [`Error`] with its code), and
 //! [`call_delta_json`] / [`tool_calls_json`] give an answer's calls OpenAI's shapes.
 //!

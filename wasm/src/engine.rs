@@ -2,7 +2,7 @@
 //! [`Context`] of the one forward path, the chat template, and a token-by-token generation
 //! the JavaScript side drives (so it can stop between any two tokens, and between chunks of
 //! a prompt). A request's output format or tools are planned as the server plans them
-//! ([`superinfer_api::plan`]: compiled by the model's [`Grammars`] into the generation's
+//! ([`superinfer_api::plan()`]: compiled by the model's [`Grammars`] into the generation's
 //! constraint), and its answer is read as the server reads it (the template's
 //! [`ToolParser`]: reasoning, content and tool calls).
 
@@ -357,8 +357,8 @@ impl Engine {
 
     /// One step of the generation (core's `Context::step`: the token sampled last is
     /// evaluated, the next sampled). Returns `{id, ids, text, finish, generated}` and what
-    /// the step added to the answer (`reasoning`, `content`, `tool_calls`: see
-    /// [`delta_json`]): `ids` the tokens emitted (one, or none when the generation ended
+    /// the step added to the answer (`reasoning`, `content`, `tool_calls`: OpenAI's
+    /// `delta.tool_calls` entries): `ids` the tokens emitted (one, or none when the generation ended
     /// without a token of its own: an end-of-generation token; more when the constraint
     /// forced some), `id` the last of them or null, `text` their text, `finish` null while
     /// generation goes on, else `"stop"` (end of generation, a stop string, or the grammar

@@ -19,7 +19,7 @@ fn next() -> u64 {
     z ^ (z >> 31)
 }
 
-/// Fills `out` with bytes of [`next`].
+/// Fills `out` with splitmix64's bytes.
 pub fn fill(out: &mut [u8]) {
     for chunk in out.chunks_mut(8) {
         let v = next().to_le_bytes();

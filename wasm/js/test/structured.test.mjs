@@ -3,7 +3,8 @@
 // and streamed), a GBNF `grammar`, typed errors for a schema or grammar the engine cannot
 // enforce (with `param`), and tool calls in the model's own format returned as OpenAI's
 // `tool_calls` (finish_reason `tool_calls`), whose streamed deltas concatenate to the whole
-// answer's; on Qwen2.5 (Hermes `<tool_call>` format), one thread.
+// answer's; on Qwen2.5 (Hermes `<tool_call>` format), one thread, and the threaded build
+// (the grammar's masks computed inline there: wasm has no thread to spawn) giving the same.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -176,6 +177,24 @@ describe('qwen', () => {
     const answer = await engine.chatCompletion(next, { temperature: 0, maxTokens: 40, tools: [WEATHER, TIME] });
     assert.equal(typeof answer.choices[0].message.content, 'string');
     assert.ok(answer.choices[0].message.content.length > 0);
+  });
+
+  test('the threaded build gives the same constrained answers', async () => {
+    const threaded = await load(env(MODELS.qwen.env), { nCtx: 1024, threads: 2 });
+    try {
+      assert.equal(threaded.info().threads, 2);
+      const messages = [{ role: 'user', content: 'What is the weather like in Paris, in celsius?' }];
+      const opts = { temperature: 0, seed: 7, maxTokens: 100, tools: [WEATHER, TIME], toolChoice: { type: 'function', function: { name: 'get_weather' } } };
+      const [a, b] = [await engine.chatCompletion(messages, opts), await threaded.chatCompletion(messages, opts)];
+      assert.deepEqual(b.choices, a.choices);
+      const rf = { temperature: 0, maxTokens: 200, responseFormat: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON } } };
+      const person = [{ role: 'user', content: 'Describe a fictional teacher.' }];
+      const [c, d] = [await engine.chatCompletion(person, rf), await threaded.chatCompletion(person, rf)];
+      assert.equal(d.choices[0].message.content, c.choices[0].message.content);
+      fitsPerson(JSON.parse(d.choices[0].message.content));
+    } finally {
+      await threaded.dispose();
+    }
   });
 
   test('toolChoice required forces a call; none leaves text', async () => {
