@@ -32,7 +32,7 @@ pub(crate) struct Shared {
 /// A parser in its start state, its first step computed.
 pub(crate) struct Prepared {
     matcher: Mutex<Matcher>,
-    first: Arc<Step>,
+    first: Step,
     compile_us: u32,
 }
 
@@ -53,7 +53,7 @@ impl Prepared {
         let compile_us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         Ok(Prepared {
             matcher: Mutex::new(matcher),
-            first: Arc::new(first),
+            first,
             compile_us,
         })
     }
