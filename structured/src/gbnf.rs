@@ -98,7 +98,9 @@ impl Parser<'_> {
 
     /// One character of a literal or class; `(char, escaped)`.
     fn char(&mut self) -> Result<(char, bool), String> {
-        let c = self.cur().ok_or_else(|| self.err("unexpected end of grammar"))?;
+        let c = self
+            .cur()
+            .ok_or_else(|| self.err("unexpected end of grammar"))?;
         self.pos += 1;
         if c != '\\' {
             return Ok((c, false));
@@ -355,6 +357,32 @@ impl Node {
         }
     }
 
+    /// Can it match the empty string? (`rules`: what is known of the rules so far.)
+    fn nullable(&self, rules: &HashMap<String, (bool, bool)>) -> bool {
+        match self {
+            Node::Lit(s) => s.is_empty(),
+            Node::Rx(_) => false,
+            Node::Ref(r) => rules.get(r).is_some_and(|&(n, _)| n),
+            Node::Rep(n, lo, _) => *lo == 0 || n.nullable(rules),
+            Node::Seq(v) => v.iter().all(|n| n.nullable(rules)),
+            Node::Alt(v) => v.iter().any(|n| n.nullable(rules)),
+        }
+    }
+
+    /// May a string it matches be a proper prefix of another it matches (so that a greedy
+    /// lexer would take more than the grammar means)? An approximation by the end of the
+    /// expression: a variable repetition or an optional part at the end is open.
+    fn open(&self, rules: &HashMap<String, (bool, bool)>) -> bool {
+        match self {
+            Node::Lit(_) | Node::Rx(_) => false,
+            // unknown (recursive) rules are open
+            Node::Ref(r) => rules.get(r).is_none_or(|&(_, o)| o),
+            Node::Rep(n, lo, hi) => *hi != Some(*lo) || n.open(rules),
+            Node::Seq(v) => v.last().is_some_and(|l| l.open(rules) || l.nullable(rules)),
+            Node::Alt(v) => v.iter().any(|n| n.open(rules) || n.nullable(rules)),
+        }
+    }
+
     fn refs<'a>(&'a self, out: &mut Vec<&'a str>) {
         match self {
             Node::Ref(r) => out.push(r),
@@ -469,12 +497,33 @@ pub fn gbnf_to_lark(text: &str) -> Result<String, String> {
             return Err(format!("rule {m:?} is used but not defined"));
         }
     }
-    // rules made only of terminals (and terminal rules) become terminals
+    // what is known of each rule: (nullable, open), to a fixpoint (recursive rules stay
+    // open; nullability only grows)
+    let mut known: HashMap<String, (bool, bool)> = HashMap::new();
+    for _ in 0..rules.len() + 1 {
+        let mut changed = false;
+        for r in &rules {
+            let v = (r.body.nullable(&known), r.body.open(&known));
+            if known.get(&r.name) != Some(&v) {
+                known.insert(r.name.clone(), v);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // rules made only of terminals (and terminal rules) become terminals, unless the lexer
+    // (which takes the longest match) could take more of the text than they mean
     let mut terminal: HashMap<String, bool> = HashMap::new();
     loop {
         let mut changed = false;
         for r in rules.iter_mut() {
-            if r.name != "root" && !r.terminal && r.body.is_terminal(&terminal) {
+            if r.name != "root"
+                && !r.terminal
+                && r.body.is_terminal(&terminal)
+                && !r.body.open(&known)
+            {
                 r.terminal = true;
                 terminal.insert(r.name.clone(), true);
                 changed = true;
@@ -523,9 +572,11 @@ mod tests {
     fn converts() {
         let g = "root ::= greeting (\" \" name)?\ngreeting ::= \"hi\" | \"hello\"\nname ::= [A-Z] [a-z]*   # a name\n";
         let l = gbnf_to_lark(g).unwrap();
-        assert!(l.contains("start: GREETING (\" \" NAME)?"), "{l}");
+        // `name` ends with a repetition: a terminal would be matched greedily, so it stays
+        // a rule
+        assert!(l.contains("start: GREETING (\" \" name)?"), "{l}");
         assert!(l.contains("GREETING: \"hi\"\n     | \"hello\""), "{l}");
-        assert!(l.contains("NAME: /[A-Z]/ /[a-z]/*"), "{l}");
+        assert!(l.contains("name: /[A-Z]/ /[a-z]/*"), "{l}");
     }
 
     #[test]
