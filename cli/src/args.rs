@@ -189,6 +189,27 @@ pub struct RunArgs {
     /// Do not add BOS even if the model asks for it.
     #[arg(long = "no-bos")]
     pub no_bos: bool,
+    #[command(flatten)]
+    pub grammar: GrammarArgs,
+}
+
+/// Structured output: the text generated must follow one of these.
+#[derive(Args)]
+pub struct GrammarArgs {
+    /// A JSON Schema file: the output is a JSON value that validates against it (a keyword
+    /// that cannot be enforced is an error).
+    #[arg(long = "json-schema", value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
+    /// A grammar file: llama.cpp GBNF (`.gbnf`) or llguidance Lark (`.lark`); other names by
+    /// their content (GBNF has `::=`).
+    #[arg(long = "grammar-file", value_name = "FILE")]
+    pub grammar_file: Option<PathBuf>,
+    /// A regular expression the whole output matches (Rust regex syntax).
+    #[arg(long = "regex", value_name = "RX")]
+    pub regex: Option<String>,
+    /// Any JSON object (OpenAI's json_object).
+    #[arg(long = "json")]
+    pub json: bool,
 }
 
 /// Sampling flags (llama.cpp's names and defaults).
@@ -290,6 +311,8 @@ pub struct ChatArgs {
     /// A Jinja chat template file to use instead of the model's own.
     #[arg(long = "chat-template")]
     pub chat_template: Option<PathBuf>,
+    #[command(flatten)]
+    pub grammar: GrammarArgs,
 }
 
 #[derive(Args)]

@@ -42,7 +42,9 @@ impl Grammars {
                     factory,
                     special: (0..n).map(|id| tokens::is_special(tok, id)).collect(),
                     texts: (0..n)
-                        .map(|id| String::from_utf8_lossy(tok.token_to_piece(id, false)).into_owned())
+                        .map(|id| {
+                            String::from_utf8_lossy(tok.token_to_piece(id, false)).into_owned()
+                        })
                         .collect(),
                 })
             })
@@ -120,6 +122,7 @@ pub(crate) fn on_big_stack<T: Send + 'static>(
     }
     #[cfg(target_family = "wasm")]
     {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Err(internal()))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|_| Err(internal()))
     }
 }

@@ -32,7 +32,7 @@ pub(crate) struct Shared {
 /// A parser in its start state, its first step computed.
 pub(crate) struct Prepared {
     matcher: Mutex<Matcher>,
-    first: Arc<Step>,
+    first: Step,
     compile_us: u32,
 }
 
@@ -53,7 +53,7 @@ impl Prepared {
         let compile_us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         Ok(Prepared {
             matcher: Mutex::new(matcher),
-            first: Arc::new(first),
+            first,
             compile_us,
         })
     }
@@ -68,6 +68,9 @@ impl Prepared {
     }
 }
 
+/// A lazy variant: its triggers, and its compile.
+type LazyEntry = (Vec<Trigger>, Arc<Result<Prepared, GrammarError>>);
+
 /// A compiled grammar ([`crate::Grammars::compile`]): makes each sequence's constraint.
 pub struct Compiled {
     pub(crate) grammar: Grammar,
@@ -75,7 +78,7 @@ pub struct Compiled {
     body: GrammarWithLexer,
     prepared: Prepared,
     /// Lazy variants made so far, by triggers (a few per grammar at most).
-    lazy: Mutex<Vec<(Vec<Trigger>, Arc<Result<Prepared, GrammarError>>)>>,
+    lazy: Mutex<Vec<LazyEntry>>,
 }
 
 impl std::fmt::Debug for Compiled {

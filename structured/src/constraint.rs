@@ -10,20 +10,25 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use llguidance::Matcher;
 use superinfer_core::generate::{Constraint, MaskStats};
 use toktrie::SimpleVob;
 
-/// What the parser allows at the next position.
+/// How long [`Constraint::forced`] waits for the worker's forced tokens (computing them
+/// takes microseconds; the mask after them may take longer and is not waited for there).
+const FORCED_WAIT: Duration = Duration::from_millis(2);
+
+/// What the parser allows at the next position (the first one, computed at compile).
+#[derive(Clone)]
 pub(crate) struct Step {
     /// Tokens the grammar forces from here (then `mask` is not computed).
     forced: Vec<u32>,
     /// The allowed tokens (None: none, the grammar is complete or failed).
-    mask: Option<SimpleVob>,
+    mask: Option<Arc<SimpleVob>>,
     us: u32,
 }
 
@@ -31,20 +36,33 @@ impl Step {
     /// The parser's next step: its forced tokens, else its mask.
     pub fn compute(m: &mut Matcher) -> Step {
         let t0 = Instant::now();
-        let mut step = Step {
-            forced: Vec::new(),
-            mask: None,
-            us: 0,
-        };
-        if !m.is_stopped() {
-            step.forced = m.compute_ff_tokens();
-            if step.forced.is_empty() && !m.is_error() {
-                step.mask = m.compute_mask().ok();
-            }
+        let forced = forced_of(m);
+        let mask = if forced.is_empty() { mask_of(m) } else { None };
+        Step {
+            forced,
+            mask,
+            us: micros(t0),
         }
-        step.us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
-        step
     }
+}
+
+fn micros(t0: Instant) -> u32 {
+    t0.elapsed().as_micros().min(u32::MAX as u128) as u32
+}
+
+fn forced_of(m: &mut Matcher) -> Vec<u32> {
+    if m.is_stopped() {
+        Vec::new()
+    } else {
+        m.compute_ff_tokens()
+    }
+}
+
+fn mask_of(m: &mut Matcher) -> Option<Arc<SimpleVob>> {
+    if m.is_stopped() || m.is_error() {
+        return None;
+    }
+    m.compute_mask().ok().map(Arc::new)
 }
 
 /// What the worker is asked: consume a token, then (`compute`) work out the next step.
@@ -53,19 +71,84 @@ struct Job {
     compute: bool,
 }
 
+/// What the worker answers a job that computes: the forced tokens first, then (when there
+/// are none) the mask; each with the microseconds since the job's token was consumed.
+enum Msg {
+    Forced(Vec<u32>, u32),
+    Mask(Option<Arc<SimpleVob>>, u32),
+}
+
+/// Runs a job, handing its messages to `out`.
+fn run(m: &mut Matcher, job: Job, out: &mut dyn FnMut(Msg) -> bool) {
+    // an error leaves the matcher failed: its next step allows nothing
+    let _ = m.consume_token(job.token);
+    if !job.compute {
+        return;
+    }
+    let t0 = Instant::now();
+    let forced = forced_of(m);
+    let done = !forced.is_empty();
+    if !out(Msg::Forced(forced, micros(t0))) || done {
+        return;
+    }
+    let mask = mask_of(m);
+    out(Msg::Mask(mask, micros(t0)));
+}
+
 enum Backend {
     Thread {
         jobs: Sender<Job>,
-        steps: Receiver<Step>,
+        msgs: Receiver<Msg>,
         /// Jobs the worker has finished.
         done: Arc<AtomicUsize>,
     },
     Inline {
         matcher: Box<Matcher>,
         jobs: VecDeque<Job>,
+        msgs: VecDeque<Msg>,
     },
-    /// The grammar could not be set up: nothing is allowed.
+    /// The grammar could not be set up, or its worker is gone: nothing is allowed.
     Failed,
+}
+
+impl Backend {
+    /// The next message, waiting at most `wait` (`None`: as long as it takes); `Err(())`
+    /// when none will come.
+    fn recv(&mut self, wait: Option<Duration>) -> Result<Option<Msg>, ()> {
+        match self {
+            Backend::Thread { msgs, .. } => match wait {
+                None => msgs.recv().map(Some).map_err(|_| ()),
+                Some(d) => match msgs.recv_timeout(d) {
+                    Ok(m) => Ok(Some(m)),
+                    Err(RecvTimeoutError::Timeout) => Ok(None),
+                    Err(RecvTimeoutError::Disconnected) => Err(()),
+                },
+            },
+            Backend::Inline {
+                matcher,
+                jobs,
+                msgs,
+            } => {
+                while msgs.is_empty() {
+                    let job = jobs.pop_front().ok_or(())?;
+                    run(matcher, job, &mut |m| {
+                        msgs.push_back(m);
+                        true
+                    });
+                }
+                Ok(msgs.pop_front())
+            }
+            Backend::Failed => Err(()),
+        }
+    }
+}
+
+/// What is owed by the worker for the next position.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owed {
+    Nothing,
+    Forced,
+    Mask,
 }
 
 /// The grammar constraint of one sequence ([`crate::Compiled::constraint`]).
@@ -73,101 +156,84 @@ pub(crate) struct Pipelined {
     backend: Backend,
     /// Jobs sent to the worker.
     sent: usize,
-    /// The next position's step, once known.
-    current: Option<Arc<Step>>,
-    /// A step is owed by the worker (a job asked for one and it was not received).
-    owed: bool,
+    owed: Owed,
+    /// The next position's mask, once known (with nothing owed and no forced token: None
+    /// means nothing is allowed).
+    mask: Option<Arc<SimpleVob>>,
     /// Forced tokens still to come, the next position's first.
     queue: VecDeque<u32>,
-    /// Microseconds of each step computed.
+    /// Microseconds of each step computed (forced tokens, or the mask).
     times: Vec<u32>,
     first_us: u32,
     compile_us: u32,
 }
 
 impl Pipelined {
-    pub fn new(matcher: Matcher, first: Arc<Step>, compile_us: u32) -> Pipelined {
-        let backend = spawn(matcher);
-        let mut p = Pipelined {
-            backend,
+    pub fn new(matcher: Matcher, first: Step, compile_us: u32) -> Pipelined {
+        Pipelined {
+            backend: spawn(matcher),
             sent: 0,
-            current: None,
-            owed: false,
-            queue: VecDeque::new(),
+            owed: Owed::Nothing,
+            queue: first.forced.into_iter().collect(),
+            mask: first.mask,
             times: Vec::new(),
             first_us: first.us,
             compile_us,
-        };
-        p.receive(first);
-        p
+        }
     }
 
     pub fn failed() -> Pipelined {
         Pipelined {
             backend: Backend::Failed,
             sent: 0,
-            current: None,
-            owed: false,
+            owed: Owed::Nothing,
             queue: VecDeque::new(),
+            mask: None,
             times: Vec::new(),
             first_us: 0,
             compile_us: 0,
         }
     }
 
-    /// Takes a step the worker computed.
-    fn receive(&mut self, step: Arc<Step>) {
-        self.owed = false;
-        self.queue.extend(step.forced.iter().copied());
-        self.current = Some(step);
-    }
-
-    /// Waits for the step owed, if any.
-    fn settle(&mut self) {
-        if !self.owed {
-            return;
-        }
-        let step = match &mut self.backend {
-            Backend::Thread { steps, .. } => steps.recv().ok(),
-            Backend::Inline { matcher, jobs } => {
-                let mut out = None;
-                while let Some(job) = jobs.pop_front() {
-                    if let Some(s) = run(matcher, job) {
-                        out = Some(s);
+    /// Takes what the worker owes, if it comes within `wait` (`None`: waits for it all,
+    /// the mask included).
+    fn settle(&mut self, wait: Option<Duration>) {
+        while self.owed != Owed::Nothing {
+            match self.backend.recv(wait) {
+                Ok(Some(Msg::Forced(f, us))) => {
+                    if f.is_empty() {
+                        self.owed = Owed::Mask;
+                    } else {
+                        self.times.push(us);
+                        self.queue.extend(f);
+                        self.owed = Owed::Nothing;
                     }
                 }
-                out
+                Ok(Some(Msg::Mask(m, us))) => {
+                    self.times.push(us);
+                    self.mask = m;
+                    self.owed = Owed::Nothing;
+                }
+                Ok(None) => return,
+                Err(()) => {
+                    // the worker is gone: nothing is allowed
+                    self.backend = Backend::Failed;
+                    self.owed = Owed::Nothing;
+                    self.mask = None;
+                    self.queue.clear();
+                }
             }
-            Backend::Failed => None,
-        };
-        match step {
-            Some(s) => {
-                self.times.push(s.us);
-                self.receive(Arc::new(s));
-            }
-            None => {
-                // the worker is gone: nothing is allowed
-                self.owed = false;
-                self.current = Some(Arc::new(Step {
-                    forced: Vec::new(),
-                    mask: None,
-                    us: 0,
-                }));
+            if wait.is_some() && self.owed == Owed::Mask {
+                // the forced tokens were asked for: the mask is not waited for
+                return;
             }
         }
     }
-}
-
-/// Consumes the job's token, then computes the next step if asked.
-fn run(m: &mut Matcher, job: Job) -> Option<Step> {
-    // an error leaves the matcher failed: its next step allows nothing
-    let _ = m.consume_token(job.token);
-    job.compute.then(|| Step::compute(m))
 }
 
 fn spawn(matcher: Matcher) -> Backend {
     let (jobs, job_rx) = channel::<Job>();
-    let (step_tx, steps) = channel::<Step>();
+    let (msg_tx, msgs) = channel::<Msg>();
     let done = Arc::new(AtomicUsize::new(0));
     let d = done.clone();
     // the matcher comes back when the thread cannot be made
@@ -181,21 +247,24 @@ fn spawn(matcher: Matcher) -> Backend {
             };
             drop(s);
             while let Ok(job) = job_rx.recv() {
-                let step = run(&mut m, job);
+                let mut alive = true;
+                run(&mut m, job, &mut |msg| {
+                    alive = msg_tx.send(msg).is_ok();
+                    alive
+                });
                 d.fetch_add(1, Ordering::Release);
-                if let Some(step) = step {
-                    if step_tx.send(step).is_err() {
-                        return;
-                    }
+                if !alive {
+                    return;
                 }
             }
         });
     match spawned {
-        Ok(_) => Backend::Thread { jobs, steps, done },
+        Ok(_) => Backend::Thread { jobs, msgs, done },
         Err(_) => match slot.lock().ok().and_then(|mut g| g.take()) {
             Some(m) => Backend::Inline {
                 matcher: Box::new(m),
                 jobs: VecDeque::new(),
+                msgs: VecDeque::new(),
             },
             None => Backend::Failed,
         },
@@ -204,14 +273,13 @@ fn spawn(matcher: Matcher) -> Backend {
 
 impl Constraint for Pipelined {
     fn mask(&mut self, logits: &mut [f32]) -> bool {
+        if self.queue.is_empty() {
+            self.settle(None);
+        }
         if let Some(&t) = self.queue.front() {
             return allow_only(logits, t);
         }
-        self.settle();
-        if let Some(&t) = self.queue.front() {
-            return allow_only(logits, t);
-        }
-        match self.current.as_ref().and_then(|s| s.mask.as_ref()) {
+        match &self.mask {
             Some(mask) => apply(mask, logits),
             None => false,
         }
@@ -227,8 +295,8 @@ impl Constraint for Pipelined {
             self.queue.clear();
             true
         };
-        self.current = None;
-        self.owed = compute;
+        self.mask = None;
+        self.owed = if compute { Owed::Forced } else { Owed::Nothing };
         let job = Job { token: id, compute };
         match &mut self.backend {
             Backend::Thread { jobs, .. } => {
@@ -243,14 +311,14 @@ impl Constraint for Pipelined {
     }
 
     fn forced(&mut self, out: &mut Vec<u32>) {
-        if self.queue.is_empty() {
-            self.settle();
+        if self.queue.is_empty() && self.owed == Owed::Forced {
+            self.settle(Some(FORCED_WAIT));
         }
         out.extend(self.queue.iter().copied());
     }
 
     fn ready(&self) -> bool {
-        if !self.queue.is_empty() || !self.owed {
+        if !self.queue.is_empty() || self.owed == Owed::Nothing {
             return true;
         }
         match &self.backend {

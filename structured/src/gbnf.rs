@@ -98,7 +98,9 @@ impl Parser<'_> {
 
     /// One character of a literal or class; `(char, escaped)`.
     fn char(&mut self) -> Result<(char, bool), String> {
-        let c = self.cur().ok_or_else(|| self.err("unexpected end of grammar"))?;
+        let c = self
+            .cur()
+            .ok_or_else(|| self.err("unexpected end of grammar"))?;
         self.pos += 1;
         if c != '\\' {
             return Ok((c, false));
@@ -376,9 +378,7 @@ impl Node {
             // unknown (recursive) rules are open
             Node::Ref(r) => rules.get(r).is_none_or(|&(_, o)| o),
             Node::Rep(n, lo, hi) => *hi != Some(*lo) || n.open(rules),
-            Node::Seq(v) => v
-                .last()
-                .is_some_and(|l| l.open(rules) || l.nullable(rules)),
+            Node::Seq(v) => v.last().is_some_and(|l| l.open(rules) || l.nullable(rules)),
             Node::Alt(v) => v.iter().any(|n| n.open(rules) || n.nullable(rules)),
         }
     }

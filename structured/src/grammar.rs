@@ -69,7 +69,9 @@ impl GrammarError {
                 .map(str::to_string)
                 .unwrap_or_else(|| keys.trim().to_string());
             return GrammarError {
-                message: format!("the JSON schema keyword `{keyword}` is not supported ({message})"),
+                message: format!(
+                    "the JSON schema keyword `{keyword}` is not supported ({message})"
+                ),
                 code: "unsupported_schema_keyword",
                 keyword: Some(keyword),
             };
@@ -90,9 +92,12 @@ impl GrammarError {
             "fuel",
             "too large",
             "Too many",
+            "too deeply nested",
         ];
         if limit.iter().any(|l| e.contains(l)) {
-            return GrammarError::too_large(format!("the grammar is too large or complex: {message}"));
+            return GrammarError::too_large(format!(
+                "the grammar is too large or complex: {message}"
+            ));
         }
         match grammar {
             Grammar::JsonSchema(_) | Grammar::JsonObject => {

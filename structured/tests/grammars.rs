@@ -76,7 +76,9 @@ fn json_object_regex_lark() {
     let (text, _) = generate(&tok, &mut *con, 7, 60);
     assert!(text.starts_with('{'), "{text:?}");
 
-    let rx = g.compile(&Grammar::Regex("[0-9]{3}-[a-c]+".into())).unwrap();
+    let rx = g
+        .compile(&Grammar::Regex("[0-9]{3}-[a-c]+".into()))
+        .unwrap();
     assert!(rx.accepts("123-abca"));
     assert!(!rx.accepts("12-a"));
     for seed in 1..4 {
@@ -111,7 +113,9 @@ fn errors_have_codes() {
     assert!(e.message.contains(e.keyword.as_deref().unwrap()), "{e}");
 
     let e = g
-        .compile(&Grammar::JsonSchema(json!({"type": "string", "format": "no-such-format"})))
+        .compile(&Grammar::JsonSchema(
+            json!({"type": "string", "format": "no-such-format"}),
+        ))
         .unwrap_err();
     assert_eq!(e.code, "unsupported_schema_keyword", "{e}");
     assert_eq!(e.keyword.as_deref(), Some("format"));
@@ -141,7 +145,9 @@ fn too_large_is_refused() {
         .map(|i| (format!("property_{i:06}"), json!({"type": "string"})))
         .collect();
     let e = g
-        .compile(&Grammar::JsonSchema(json!({"type": "object", "properties": props})))
+        .compile(&Grammar::JsonSchema(
+            json!({"type": "object", "properties": props}),
+        ))
         .unwrap_err();
     assert_eq!(e.code, "grammar_too_large", "{e}");
     // nesting
@@ -233,7 +239,10 @@ fn lazy_text_trigger() {
     assert_eq!(tok.decode(&forced, false), "{\"name\": ", "{forced:?}");
     let (text, ended) = generate(&tok, &mut *free, 3, 40);
     assert!(ended);
-    assert!(text == "{\"name\": true}" || text == "{\"name\": false}", "{text:?}");
+    assert!(
+        text == "{\"name\": true}" || text == "{\"name\": false}",
+        "{text:?}"
+    );
 }
 
 #[test]
@@ -257,7 +266,10 @@ fn lazy_token_trigger() {
     con.commit(common::TOOL_CALL);
     let (text, _) = generate(&tok, &mut *con, 9, 20);
     assert!(!text.is_empty() && text.ends_with(';'), "{text:?}");
-    assert!(text[..text.len() - 1].bytes().all(|b| b.is_ascii_digit()), "{text:?}");
+    assert!(
+        text[..text.len() - 1].bytes().all(|b| b.is_ascii_digit()),
+        "{text:?}"
+    );
     // no trigger, bad id
     assert_eq!(c.try_lazy(vec![]).err().unwrap().code, "invalid_grammar");
     assert!(c.try_lazy(vec![Trigger::Token(1 << 30)]).is_err());
@@ -269,8 +281,16 @@ fn gbnf_fixtures_compile_and_check() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gbnf");
     // (fixture, accepted, rejected)
     let cases: &[(&str, &[&str], &[&str])] = &[
-        ("json.gbnf", &["{\"a\": [1, 2.5, \"x\"]}", "{}"], &["[1]", "{a: 1}"]),
-        ("arithmetic.gbnf", &["1+2*(x-4)=7\n"], &["1++2=3\n", "1+2\n"]),
+        (
+            "json.gbnf",
+            &["{\"a\": [1, 2.5, \"x\"]}", "{}"],
+            &["[1]", "{a: 1}"],
+        ),
+        (
+            "arithmetic.gbnf",
+            &["1+2*(x-4)=7\n"],
+            &["1++2=3\n", "1+2\n"],
+        ),
         ("list.gbnf", &["- one\n- two\n"], &["one\n"]),
         ("chess.gbnf", &["1. e4 e5\n2. Nf3 Nc6\n"], &["1. e9 e5\n"]),
         ("c.gbnf", &["int main(){return 0;}"], &["main(){}"]),

@@ -21,6 +21,7 @@ use rustyline::DefaultEditor;
 use superinfer_runtime::core::sampler::Sampler;
 use superinfer_runtime::speculative::DynDrafter;
 use superinfer_runtime::{Engine, Session, StopReason};
+use superinfer_structured::Compiled;
 use superinfer_template::reasoning::{Delta, Parser};
 use superinfer_template::{choose_with_file, ChatTemplate, Message};
 
@@ -39,7 +40,9 @@ pub fn run(a: &ChatArgs) -> Result<(), String> {
     }
     let mut sampler = Sampler::new(a.sampling.config()).map_err(|e| e.to_string())?;
     a.spec.check()?;
+    super::grammar::load(&a.grammar)?;
     let engine = super::load_engine(&a.model)?;
+    let grammar = super::grammar::compile(&a.grammar, &engine)?;
     let draft_engine = a.spec.load_draft(&a.model)?;
     let template = chat_template(&engine, a.chat_template.as_deref())?;
     let mut session = engine
@@ -108,6 +111,7 @@ pub fn run(a: &ChatArgs) -> Result<(), String> {
             template: &template,
             max,
             interrupted: &interrupted,
+            grammar: grammar.as_deref(),
         };
         match turn.answer(
             &mut session,
@@ -143,6 +147,8 @@ struct Turn<'a> {
     /// Most tokens of an answer.
     max: usize,
     interrupted: &'a AtomicBool,
+    /// What every answer must follow (`--json-schema` and the like).
+    grammar: Option<&'a Compiled>,
 }
 
 impl Turn<'_> {
@@ -193,14 +199,21 @@ impl Turn<'_> {
             let _ = out.flush();
         };
         let stats = session
-            .generate_with(&tokens[same..], &max.into(), sampler, drafter, |ev| {
-                show(parser.push(ev.text), &mut out);
-                if interrupted.load(Ordering::Relaxed) {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
+            .generate_constrained(
+                &tokens[same..],
+                &max.into(),
+                sampler,
+                drafter,
+                self.grammar.map(|g| g.constraint()),
+                |ev| {
+                    show(parser.push(ev.text), &mut out);
+                    if interrupted.load(Ordering::Relaxed) {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                },
+            )
             .map_err(|e| e.to_string())?;
         show(parser.finish(), &mut out);
         let _ = writeln!(out);
@@ -219,8 +232,11 @@ impl Turn<'_> {
         stats.generated_tokens,
         rate(stats.generated_tokens, stats.generate_time),
     );
-        if stats.verify_steps > 0 {
+        if stats.verify_steps > 0 && stats.mask.is_none() {
             eprintln!("[{}]", super::spec::describe(&stats));
+        }
+        if let Some(m) = stats.mask {
+            eprintln!("[{}]", super::grammar::describe(&m, &stats));
         }
         Ok(reply)
     }

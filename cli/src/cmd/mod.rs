@@ -3,6 +3,7 @@ mod bench_batched;
 mod bench_spec;
 pub mod chat;
 pub mod gguf_split;
+pub mod grammar;
 pub mod hub;
 pub mod info;
 pub mod perplexity;

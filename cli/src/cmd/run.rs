@@ -17,7 +17,10 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     }
 
     a.spec.check()?;
+    // a bad grammar file is reported before the model loads
+    super::grammar::load(&a.grammar)?;
     let engine = super::load_engine(&a.model)?;
+    let grammar = super::grammar::compile(&a.grammar, &engine)?;
     let draft_engine = a.spec.load_draft(&a.model)?;
     let prompt = if a.no_bos {
         engine
@@ -60,11 +63,12 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     let mut out = stdout.lock();
     let mut write_err = None;
     let stats = session
-        .generate_with(
+        .generate_constrained(
             &prompt,
             &params,
             &mut sampler,
             drafter.as_deref_mut(),
+            grammar.as_ref().map(|g| g.constraint()),
             |ev| {
                 let r = out.write_all(ev.text.as_bytes()).and_then(|_| out.flush());
                 match r {
@@ -97,6 +101,9 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     );
     if drafter.is_some() {
         eprintln!("{}", super::spec::describe(&stats));
+    }
+    if let Some(m) = stats.mask {
+        eprintln!("{}", super::grammar::describe(&m, &stats));
     }
     Ok(())
 }

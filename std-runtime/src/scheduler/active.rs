@@ -121,17 +121,15 @@ impl<'e> Active<'e> {
 
     /// Samples the rows set aside, in order (waiting for the constraint's masks).
     pub fn replay(&mut self, tok: &Tokenizer) {
-        let rows = std::mem::take(&mut self.deferred);
+        let mut rows = std::mem::take(&mut self.deferred);
         let n = std::mem::take(&mut self.deferred_rows);
-        if n > 0 {
-            let width = rows.len() / n;
-            let mut rows = rows;
+        if let Some(width) = rows.len().checked_div(n) {
             for row in rows.chunks_mut(width) {
                 self.sample(row, tok);
             }
-            rows.clear();
-            self.deferred = rows;
         }
+        rows.clear();
+        self.deferred = rows;
     }
 
     /// The prompt and the tokens generated so far.
@@ -211,7 +209,7 @@ impl<'e> Active<'e> {
             && self.deferred_rows == 0
             && self.prompt_left() == 0
             && self.fed < history.len())
-            .then(|| history[self.fed])
+        .then(|| history[self.fed])
     }
 
     /// Samples the next token from `logits` (or checks a drafted one) by the generation's

@@ -78,12 +78,7 @@ impl Rng {
 /// Generates under `c` with random logits until it ends (or `max` tokens): the allowed
 /// token with the largest random logit each time, forced tokens taken as a draft is.
 /// Returns the text and whether it ended at end of generation.
-pub fn generate(
-    tok: &Tokenizer,
-    c: &mut dyn Constraint,
-    seed: u64,
-    max: usize,
-) -> (String, bool) {
+pub fn generate(tok: &Tokenizer, c: &mut dyn Constraint, seed: u64, max: usize) -> (String, bool) {
     let mut rng = Rng(seed | 1);
     let mut ids = Vec::new();
     let n = tok.vocab_size();
