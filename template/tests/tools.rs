@@ -276,3 +276,47 @@ fn llama_mistral_and_harmony_calls() {
         [("get_weather", "{\"city\": \"Paris\"}")]
     );
 }
+
+/// Small models write calls in a ```json fence or as a bare object, beside their format's
+/// markers: read as calls when they name one of the tools, else left as content.
+#[test]
+fn loosely_written_calls_name_a_tool() {
+    let h = Some(ToolFormat::Hermes);
+    let names = || vec!["get_weather".to_string()];
+    let check = |text: &str, content: &str, calls: &[(&str, &str)]| {
+        let chars: Vec<char> = text.chars().collect();
+        for n in 1..=chars.len() {
+            let mut p = ToolParser::new(h, Syntax::Plain, true, "", 5).with_tools(names());
+            let mut all = ToolDelta::default();
+            for piece in chars.chunks(n) {
+                all.add(p.push(&piece.iter().collect::<String>()));
+            }
+            all.add(p.finish());
+            assert_eq!(all.content, content, "{text:?} in pieces of {n}");
+            assert_eq!(names_args(p.calls()), calls, "{text:?} in pieces of {n}");
+        }
+    };
+    let fenced = "```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\n    \"city\": \"Paris\"\n  }\n}\n```";
+    check(
+        fenced,
+        "",
+        &[("get_weather", "{\n    \"city\": \"Paris\"\n  }")],
+    );
+    check(
+        "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}",
+        "",
+        &[("get_weather", "{\"city\": \"Rome\"}")],
+    );
+    // JSON that is no call stays content, byte for byte
+    for text in [
+        "Here:\n```json\n{\"name\": \"Bob\", \"age\": 3}\n```\nDone.",
+        "```json\n[1, 2]\n```",
+        "{\"a\": 1} is an object",
+        "```json\n{\"a\": {\"name\": \"get_weather\"}}\n```",
+    ] {
+        check(text, text, &[]);
+    }
+    // a bare object is a call only at the start of the answer
+    let later = "I would call {\"name\": \"get_weather\", \"arguments\": {}}";
+    check(later, later, &[]);
+}

@@ -76,7 +76,10 @@ pub async fn chat(
             extract,
             &text,
             superinfer_runtime::random_seed(),
-        );
+        )
+        .with_tools(p.gen.tools.as_ref().map_or_else(Vec::new, |t| {
+            t.tools.iter().map(|t| t.name.clone()).collect()
+        }));
         Ok((encode(&s, &text)?, p, parser, plan))
     })
     .await?;
@@ -265,6 +268,7 @@ async fn generate(
         logprobs: p.logprobs,
         lookup,
         draft_model,
+        constraint: None,
     };
     let request = structured::attach(request, plan.constraint);
     let prompt_tokens = request.prompt.len();

@@ -164,9 +164,13 @@ pub async fn apply_template(
     blocking(move || {
         let obj = params::object(&raw)?;
         let r = st.ready()?;
-        let messages = params::messages(&obj)?;
+        let messages = superinfer_template::tools::prepare_messages(&params::messages(&obj)?);
         let add = Fields(&obj).bool("add_generation_prompt")?.unwrap_or(true);
-        let vars = params::template_vars(&obj)?;
+        let mut vars = params::template_vars(&obj)?;
+        // the tools as the chat endpoint renders them
+        if let Some(t) = superinfer_api::tools(&obj)? {
+            vars.entry("tools").or_insert_with(|| t.raw());
+        }
         let prompt = r
             .template
             .render_with(&messages, add, &vars)

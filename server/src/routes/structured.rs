@@ -10,7 +10,7 @@ use std::sync::Arc;
 use superinfer_api::{GenParams, OutputFormat, ToolChoice, Tools};
 use superinfer_runtime::core::generate::{Constraint, MaskStats};
 use superinfer_runtime::core::tokenizer::{TokenType, Tokenizer};
-use superinfer_runtime::scheduler::{Completion, Request};
+use superinfer_runtime::scheduler::{Completion, ConstraintFactory, Request};
 use superinfer_structured::{Compiled, Grammar, GrammarError, Grammars, Trigger};
 use superinfer_template::tools::{call_grammar, Mode, ToolFormat, ToolSchema};
 
@@ -105,9 +105,9 @@ fn tools_constraint(
         ToolChoice::Auto => Mode::Lazy,
         _ => Mode::Forced,
     };
-    let g = call_grammar(format, &schemas, mode, t.parallel, &|s| {
-        special_token(tok, s)
-    });
+    // a named tool is one call of it (OpenAI's meaning)
+    let parallel = t.parallel && !matches!(t.choice, ToolChoice::Named(_));
+    let g = call_grammar(format, &schemas, mode, parallel, &|s| special_token(tok, s));
     let compiled: Arc<Compiled> = grammars
         .compile(&Grammar::Lark(g.lark))
         .map_err(|e| grammar_error(e, "tools"))?;
@@ -123,14 +123,12 @@ fn tools_constraint(
 }
 
 /// `request` with its constraint.
-// (until the scheduler takes constraints, the constraint is compiled, and its errors are
-// 400s, but the output is not held to it)
-pub fn attach(request: Request, constraint: Option<Factory>) -> Request {
-    drop(constraint);
+pub fn attach(mut request: Request, constraint: Option<Factory>) -> Request {
+    request.constraint = constraint.map(ConstraintFactory::new);
     request
 }
 
 /// The cost of a completion's masks, when it had a constraint.
-pub fn mask_of(_c: &Completion) -> Option<&MaskStats> {
-    None
+pub fn mask_of(c: &Completion) -> Option<&MaskStats> {
+    c.mask.as_ref()
 }

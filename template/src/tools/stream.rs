@@ -76,6 +76,11 @@ struct Current {
     text: String,
     started: bool,
     args_sent: usize,
+    /// The opening dropped before the object (given back if it is no call).
+    opening: String,
+    /// Opened loosely (a code fence, a bare object at the start): a call only if it names
+    /// one of the tools.
+    loose: bool,
 }
 
 /// The incremental parser of one answer with tools.
@@ -92,6 +97,12 @@ pub struct ToolParser {
     held_ws: String,
     current: Current,
     calls: Vec<ToolCall>,
+    /// The tools' names (a loosely written call must name one); empty: any name.
+    tool_names: Vec<String>,
+    /// Content was given out (a bare object is a call only at the start).
+    content_seen: bool,
+    /// The last call was opened by a code fence (closed by one).
+    fenced: bool,
     /// Harmony: for each message to a recipient, its call's index (`None`: not a
     /// function) and how much of its body was given out.
     harmony_sent: Vec<(Option<usize>, usize)>,
@@ -102,6 +113,8 @@ const HERMES_CLOSE: &str = "</tool_call>";
 const MISTRAL_OPEN: &str = "[TOOL_CALLS]";
 const PYTHON_TAG: &str = "<|python_tag|>";
 const LLAMA_START: &str = "{\"name\"";
+const FENCE_JSON: &str = "```json";
+const FENCE: &str = "```";
 
 impl ToolParser {
     /// A parser for the answer to `prompt` (see [`reasoning::Parser::new`]) with calls in
@@ -123,7 +136,18 @@ impl ToolParser {
             current: Current::default(),
             calls: Vec::new(),
             harmony_sent: Vec::new(),
+            tool_names: Vec::new(),
+            content_seen: false,
+            fenced: false,
         }
+    }
+
+    /// The names of the request's tools: a call written loosely (in a ```` ```json ````
+    /// fence, or as a bare object opening the answer, as small models write them beside
+    /// their format's markers) is read as a call only if it names one of them.
+    pub fn with_tools(mut self, names: Vec<String>) -> Self {
+        self.tool_names = names;
+        self
     }
 
     /// Parses a whole answer: the content and reasoning, and the calls.
@@ -192,6 +216,7 @@ impl ToolParser {
         if text.is_empty() {
             return;
         }
+        self.content_seen |= !text.trim().is_empty();
         if self.calls.is_empty() && !self.current.started {
             d.content.push_str(text);
             return;
@@ -207,7 +232,7 @@ impl ToolParser {
     /// The format's openings of a call, and whether the opening is part of the call object.
     fn openings(&self) -> &'static [(&'static str, bool)] {
         match self.format {
-            Some(ToolFormat::Hermes) => &[(HERMES_OPEN, false)],
+            Some(ToolFormat::Hermes) => &[(HERMES_OPEN, false), (FENCE_JSON, false)],
             Some(ToolFormat::Mistral) => &[(MISTRAL_OPEN, false)],
             Some(ToolFormat::Llama3) => &[(PYTHON_TAG, false), (LLAMA_START, true)],
             Some(ToolFormat::Harmony) | None => &[],
@@ -217,6 +242,18 @@ impl ToolParser {
     fn step(&mut self, d: &mut ToolDelta, end: bool) -> bool {
         match self.state {
             State::Text => {
+                let t = self.pending.trim_start();
+                if self.format == Some(ToolFormat::Hermes)
+                    && !self.content_seen
+                    && self.calls.is_empty()
+                    && t.starts_with('{')
+                {
+                    // a bare object opening the answer
+                    self.pending = t.to_string();
+                    self.current.loose = true;
+                    self.state = State::Object;
+                    return true;
+                }
                 let found = self
                     .openings()
                     .iter()
@@ -228,7 +265,9 @@ impl ToolParser {
                         self.give_content(d, &before);
                         if !keep {
                             self.pending.drain(..m.len());
+                            self.current.opening = m.to_string();
                         }
+                        self.current.loose = m == FENCE_JSON;
                         self.state = if keep { State::Object } else { State::Open };
                         true
                     }
@@ -247,6 +286,10 @@ impl ToolParser {
             }
             State::Open => {
                 let t = self.pending.trim_start();
+                let ws = self.pending.len() - t.len();
+                let dropped: String = self.pending.drain(..ws).collect();
+                self.current.opening.push_str(&dropped);
+                let t = self.pending.as_str();
                 let t = if self.format == Some(ToolFormat::Mistral) {
                     match t.strip_prefix('[') {
                         Some(r) => r.trim_start(),
@@ -269,10 +312,18 @@ impl ToolParser {
                     .text
                     .push_str(&std::mem::take(&mut self.pending));
                 let s = scan(&self.current.text);
-                if s.bad && !self.current.started {
+                let stranger =
+                    |name: &String| !self.tool_names.is_empty() && !self.tool_names.contains(name);
+                let no_call = s.bad
+                    || self.current.loose
+                        && (s.name.as_ref().is_some_and(stranger)
+                            || s.end.is_some() && s.name.is_none());
+                if no_call && !self.current.started {
                     // not a call after all: its text is content
-                    let text = std::mem::take(&mut self.current.text);
+                    let cur = std::mem::take(&mut self.current);
+                    let text = format!("{}{}", cur.opening, cur.text);
                     self.give_content(d, &text);
+                    self.content_seen = true;
                     self.state = State::Text;
                     return false;
                 }
@@ -296,6 +347,7 @@ impl ToolParser {
                 }
                 if let Some(e) = s.end {
                     self.pending = self.current.text.split_off(e);
+                    self.fenced = self.current.opening.starts_with(FENCE_JSON);
                     self.end_call(d);
                     self.state = State::Close;
                     return true;
@@ -305,6 +357,11 @@ impl ToolParser {
             State::Close => {
                 let t = self.pending.trim_start();
                 let (after, next) = match self.format.unwrap_or(ToolFormat::Hermes) {
+                    ToolFormat::Hermes if self.fenced => match t.strip_prefix(FENCE) {
+                        Some(r) => (r, State::Text),
+                        None if t.is_empty() || FENCE.starts_with(t) && !end => return false,
+                        None => (t, State::Text),
+                    },
                     ToolFormat::Hermes => match t.find(HERMES_CLOSE) {
                         Some(p) => (&t[p + HERMES_CLOSE.len()..], State::Text),
                         None if end || t.len() >= HERMES_CLOSE.len() && !t.starts_with('<') => {
@@ -356,9 +413,8 @@ impl ToolParser {
     fn end_call(&mut self, d: &mut ToolDelta) {
         let cur = std::mem::take(&mut self.current);
         if !cur.started {
-            if !cur.text.is_empty() {
-                self.give_content(d, &cur.text);
-            }
+            let text = format!("{}{}", cur.opening, cur.text);
+            self.give_content(d, &text);
             return;
         }
         let s = scan(&cur.text);
