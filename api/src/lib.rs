@@ -34,7 +34,7 @@ mod tools;
 
 use std::fmt;
 
-pub use answer::{call_delta_json, tool_calls_json};
+pub use answer::{call_delta_json, reasoning_format, tool_calls_json};
 pub use fields::{object, Fields};
 pub use format::{output_format, OutputFormat};
 pub use params::{Endpoint, GenParams, MAX_STOP};

@@ -9,7 +9,7 @@
 use core::mem::ManuallyDrop;
 
 use serde_json::{json, Map, Value};
-use superinfer_api::{Endpoint, Fields, GenParams, Prompt};
+use superinfer_api::{Endpoint, GenParams, Prompt};
 use superinfer_core::generate::{
     Context, ContextOptions, GenerateParams, Generation, Model, NoDrafter, StopReason, Token,
 };
@@ -19,7 +19,7 @@ use superinfer_core::parallel::Parallel;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::Tokenizer;
 use superinfer_structured::Grammars;
-use superinfer_template::reasoning::{extract_for_format, Syntax};
+use superinfer_template::reasoning::Syntax;
 use superinfer_template::tools::{prepare_messages, ToolDelta, ToolFormat, ToolParser};
 use superinfer_template::{choose, ChatTemplate};
 
@@ -272,7 +272,8 @@ impl Engine {
             Endpoint::Completions
         };
         let params = GenParams::parse(body, endpoint)?;
-        let extract = reasoning_format(body)?;
+        // the reasoning apart unless the request says `none` (the server's default, `auto`)
+        let extract = superinfer_api::reasoning_format(body)?.unwrap_or(true);
         let (prompt, text) = if chat {
             let text = self.render_messages(body, params.tools.as_ref())?;
             (self.encode_prompt(&text)?, text)
@@ -427,21 +428,6 @@ fn delta_json(d: &ToolDelta) -> Value {
         .map(superinfer_api::call_delta_json)
         .collect();
     json!({ "reasoning": d.reasoning, "content": d.content, "tool_calls": calls })
-}
-
-/// `reasoning_format`: whether a chat's reasoning goes apart (`auto`, `deepseek`: the
-/// default) or stays in the content (`none`), as the server takes it.
-fn reasoning_format(body: &Map<String, Value>) -> Result<bool> {
-    let Some(name) = Fields(body).str("reasoning_format")? else {
-        return Ok(true);
-    };
-    extract_for_format(name).ok_or_else(|| {
-        superinfer_api::Error::param(
-            "reasoning_format",
-            format!("'reasoning_format' must be auto, deepseek or none, not '{name}'"),
-        )
-        .into()
-    })
 }
 
 /// OpenAI's `finish_reason` for why a generation stopped.
