@@ -12,7 +12,9 @@ pub const MAX_GRAMMAR_BYTES: usize = 1 << 20;
 /// Nesting of a schema's JSON, or of a grammar's parentheses, at most.
 pub const MAX_NESTING: usize = 64;
 
-/// Stack of the thread a grammar compiles on (llguidance recurses over deep schemas).
+/// Stack of the thread a grammar compiles on (llguidance recurses over deep schemas); wasm
+/// compiles on the caller's stack.
+#[cfg_attr(target_family = "wasm", allow(dead_code))]
 pub const COMPILE_STACK: usize = 256 << 20;
 
 /// llguidance's limits: its defaults bound a mask to a few milliseconds on the largest

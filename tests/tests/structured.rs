@@ -266,3 +266,71 @@ fn pathological_grammar_is_bounded() {
         assert!(m.max_us < 200_000, "{m:?}");
     }
 }
+
+/// A constraint that allows everything, its mask ready only `delay` after each commit.
+struct Late {
+    ready_at: Instant,
+    delay: Duration,
+}
+
+impl superinfer_runtime::core::generate::Constraint for Late {
+    fn mask(&mut self, _logits: &mut [f32]) -> bool {
+        while Instant::now() < self.ready_at {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    fn commit(&mut self, _id: u32) {
+        self.ready_at = Instant::now() + self.delay;
+    }
+
+    fn ready(&self) -> bool {
+        Instant::now() >= self.ready_at
+    }
+}
+
+/// A sequence whose mask is late sets its rows aside: the plain request beside it is not
+/// held up, and the late one's output is what it is without the constraint.
+#[test]
+fn a_late_mask_does_not_hold_up_the_step() {
+    let e = engine(QWEN_05B);
+    let mut sched = Scheduler::new(
+        &e,
+        &SchedulerOptions {
+            n_parallel: 2,
+            n_ctx: 128,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let prompt = e
+        .encode_prompt(&chat("qwen", "Count from one to twenty."))
+        .unwrap();
+    let (expected, _) = run_one(&mut sched, Request::greedy(prompt.clone(), 12));
+    let mut late = Request::greedy(prompt.clone(), 12);
+    late.constraint = Some(ConstraintFactory::new(Arc::new(|| {
+        Box::new(Late {
+            ready_at: Instant::now(),
+            delay: Duration::from_millis(300),
+        })
+    })));
+    let late = sched.submit(late).unwrap();
+    let plain = sched.submit(Request::greedy(prompt, 12)).unwrap();
+    sched.run_until_idle().unwrap();
+    let (_, late_text, late_done) = late.wait().unwrap();
+    let (_, plain_text, plain_done) = plain.wait().unwrap();
+    assert_eq!(late_text, expected);
+    assert_eq!(plain_text, expected);
+    // 11 masks of 300 ms for the late one; the plain one goes at the model's pace
+    assert!(
+        late_done.generate_time > Duration::from_secs(3),
+        "{late_done:?}"
+    );
+    assert!(
+        plain_done.generate_time * 2 < late_done.generate_time,
+        "plain {:?}, late {:?}",
+        plain_done.generate_time,
+        late_done.generate_time
+    );
+}
