@@ -409,7 +409,7 @@ mod tests {
         let text = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
         let mut p = ToolParser::new(Some(ToolFormat::Hermes), Syntax::Plain, true, "", 3);
         let mut chunks = Vec::new();
-        for piece in text.split_inclusive(|c: char| c == '"' || c == ' ') {
+        for piece in text.split_inclusive(['"', ' ']) {
             chunks.extend(a.delta_chunks(&p.push(piece), None));
         }
         chunks.extend(a.delta_chunks(&p.finish(), None));

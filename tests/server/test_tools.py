@@ -133,3 +133,9 @@ def test_unknown_named_tool_is_a_400(client):
     err = ei.value.response.json()["error"]
     assert err["param"] == "tool_choice", err
     assert "get_stock" in err["message"], err
+
+
+def test_tools_with_a_response_format_is_a_400(client):
+    with pytest.raises(openai.BadRequestError) as ei:
+        create(client, ASK, tool_choice="required", response_format={"type": "json_object"})
+    assert ei.value.response.json()["error"]["param"] == "response_format"
