@@ -1,8 +1,8 @@
 //! A compiled grammar: a parser in its start state with its first mask computed, cloned
 //! for each sequence; and its lazy variants (free text until a trigger).
 
+use llguidance::Instant;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use llguidance::api::{GrammarWithLexer, TopLevelGrammar};
 use llguidance::{Matcher, ParserFactory};

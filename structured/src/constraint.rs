@@ -8,11 +8,12 @@
 //! draft; the mask at each of their positions allows that token alone, known without the
 //! worker. Where no thread can be made (wasm), the same work runs inline, on demand.
 
+use llguidance::Instant;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use llguidance::Matcher;
 use superinfer_core::generate::{Constraint, MaskStats};
