@@ -112,9 +112,9 @@ fn tools_constraint(
         ToolChoice::Auto => Mode::Lazy,
         _ => Mode::Forced,
     };
-    let g = call_grammar(format, &schemas, mode, t.parallel, &|s| {
-        special_token(tok, s)
-    });
+    // a named tool is one call of it (OpenAI's meaning)
+    let parallel = t.parallel && !matches!(t.choice, ToolChoice::Named(_));
+    let g = call_grammar(format, &schemas, mode, parallel, &|s| special_token(tok, s));
     let compiled: Arc<Compiled> = grammars
         .compile(&Grammar::Lark(g.lark))
         .map_err(|e| grammar_error(e, "tools"))?;

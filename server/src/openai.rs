@@ -6,7 +6,7 @@ use superinfer_runtime::core::generate::MaskStats;
 use superinfer_runtime::core::tokenizer::Tokenizer;
 use superinfer_runtime::scheduler::{Completion, RequestError, TokenLogprob};
 use superinfer_runtime::StopReason;
-use superinfer_template::tools::{CallDelta, ToolCall, ToolDelta};
+use superinfer_template::tools::{ToolCall, ToolDelta};
 
 /// Which endpoint a generation answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +49,7 @@ pub fn finish_reason(stop: StopReason) -> &'static str {
 /// The finish reason of an answer that made `calls` calls: `tool_calls` when it made any
 /// and was not cut short.
 pub fn finish_reason_with(stop: StopReason, calls: usize) -> &'static str {
-    match finish_reason(stop) {
-        "stop" if calls > 0 => "tool_calls",
-        r => r,
-    }
+    superinfer_api::finish_with_calls(finish_reason(stop), calls)
 }
 
 /// `timings` with the constraint's cost, when the request had one: `mask_ms` (`median`,
@@ -71,36 +68,6 @@ pub fn with_mask(mut timings: Value, mask: Option<&MaskStats>) -> Value {
         timings["grammar_ms"] = json!(ms(m.compile_us));
     }
     timings
-}
-
-/// One call's entry of a streamed `delta.tool_calls`: `id`, `type` and the name in the
-/// call's first delta, `arguments` fragments in every one.
-fn call_delta(c: &CallDelta) -> Value {
-    let mut v = json!({ "index": c.index });
-    if let Some(id) = &c.id {
-        v["id"] = json!(id);
-        v["type"] = json!("function");
-    }
-    let mut f = json!({ "arguments": c.arguments });
-    if let Some(name) = &c.name {
-        f["name"] = json!(name);
-    }
-    v["function"] = f;
-    v
-}
-
-/// A whole answer's `tool_calls`.
-fn calls_value(calls: &[ToolCall]) -> Value {
-    calls
-        .iter()
-        .map(|c| {
-            json!({
-                "id": c.id,
-                "type": "function",
-                "function": { "name": c.name, "arguments": c.arguments },
-            })
-        })
-        .collect()
 }
 
 pub fn usage(prompt_tokens: usize, generated: usize, c: &Completion) -> Value {
@@ -237,7 +204,11 @@ impl Answer {
             out.push(self.chunk(&d.content, logprobs.take(), None));
         }
         if self.api == Api::Chat && !d.calls.is_empty() {
-            let calls: Vec<Value> = d.calls.iter().map(call_delta).collect();
+            let calls: Vec<Value> = d
+                .calls
+                .iter()
+                .map(superinfer_api::call_delta_json)
+                .collect();
             let delta = json!({ "tool_calls": calls });
             let choice = json!({ "index": 0, "delta": delta, "logprobs": logprobs.take(), "finish_reason": null });
             out.push(self.envelope(true, json!([choice])));
@@ -286,7 +257,7 @@ impl Answer {
                     if answer.content.is_empty() {
                         message["content"] = Value::Null;
                     }
-                    message["tool_calls"] = calls_value(calls);
+                    message["tool_calls"] = superinfer_api::tool_calls_json(calls);
                 }
                 json!({
                     "index": 0,

@@ -30,7 +30,7 @@ impl Params {
         Ok(Params {
             gen: GenParams::parse(body, endpoint)?,
             spec: Speculation::parse(body)?,
-            extract_reasoning: reasoning_format(body)?,
+            extract_reasoning: superinfer_api::reasoning_format(body)?,
             template_vars: template_vars(body)?,
         })
     }
@@ -55,20 +55,6 @@ pub fn template_vars(body: &Map<String, Value>) -> Result<Map<String, Value>, Ap
         _ => {}
     }
     Ok(vars)
-}
-
-fn reasoning_format(body: &Map<String, Value>) -> Result<Option<bool>, ApiError> {
-    let Some(name) = Fields(body).str("reasoning_format")? else {
-        return Ok(None);
-    };
-    superinfer_template::reasoning::extract_for_format(name)
-        .map(Some)
-        .ok_or_else(|| {
-            ApiError::from(superinfer_api::Error::param(
-                "reasoning_format",
-                format!("'reasoning_format' must be auto, deepseek or none, not '{name}'"),
-            ))
-        })
 }
 
 /// Speculative decoding: `speculative` (false turns off the server's draft model or prompt

@@ -23,7 +23,7 @@ use superinfer_template::reasoning::Syntax;
 use superinfer_template::tools::{prepare_messages, ToolDelta, ToolParser};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use super::structured::{self, Plan};
+use super::structured;
 use super::{blocking, body};
 use crate::error::ApiError;
 use crate::log::RequestNote;
@@ -31,6 +31,7 @@ use crate::metrics::Metrics;
 use crate::openai::{self, Answer, Api};
 use crate::params::{self, Params, Prompt};
 use crate::state::AppState;
+use superinfer_api::Plan;
 
 /// Delivers a request's events to its handler.
 struct Sink(UnboundedSender<Event>);
@@ -62,7 +63,7 @@ pub async fn chat(
         let text = template
             .render_with(&messages, true, &vars)
             .map_err(|e| ApiError::invalid(e.to_string()).with_code("chat_template_error"))?;
-        let plan = structured::plan(
+        let plan = superinfer_api::plan(
             &ready.grammars,
             ready.tool_format,
             ready.engine.tokenizer(),
@@ -111,7 +112,7 @@ pub async fn completions(
             Prompt::Tokens(ids) => ids,
         };
         let ready = s.ready()?;
-        let plan = structured::plan(&ready.grammars, None, ready.engine.tokenizer(), &p.gen)?;
+        let plan = superinfer_api::plan(&ready.grammars, None, ready.engine.tokenizer(), &p.gen)?;
         Ok((prompt, p, plan))
     })
     .await?;
