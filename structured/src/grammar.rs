@@ -76,6 +76,20 @@ impl GrammarError {
                 keyword: Some(keyword),
             };
         }
+        if e.contains("oneOf constraints are not supported") {
+            // llguidance turns a oneOf whose branches are verifiably disjoint (a
+            // discriminator property with a distinct `const` in each, different types, ...)
+            // into an anyOf, which is then exact; what is left could match two branches
+            return GrammarError {
+                message: "the JSON schema keyword `oneOf` is supported only where its branches \
+                          cannot both match (e.g. each has a required property with a distinct \
+                          `const`, as Pydantic's discriminated unions do); use `anyOf` if an \
+                          answer may match several"
+                    .to_string(),
+                code: "unsupported_schema_keyword",
+                keyword: Some("oneOf".to_string()),
+            };
+        }
         if let Some(f) = e.split("Unknown format: ").nth(1) {
             let f = f.lines().next().unwrap_or("").trim();
             return GrammarError {

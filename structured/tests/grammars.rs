@@ -120,6 +120,32 @@ fn errors_have_codes() {
     assert_eq!(e.code, "unsupported_schema_keyword", "{e}");
     assert_eq!(e.keyword.as_deref(), Some("format"));
 
+    // a oneOf whose branches may both match is refused naming it; a discriminated one
+    // (Pydantic's tagged unions: a required property with a distinct const per branch) is
+    // exact as an anyOf and compiles
+    let overlapping = json!({"oneOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"]}]});
+    let e = g.compile(&Grammar::JsonSchema(overlapping)).unwrap_err();
+    assert_eq!(
+        (e.code, e.keyword.as_deref()),
+        ("unsupported_schema_keyword", Some("oneOf")),
+        "{e}"
+    );
+    let tagged = json!({
+        "$defs": {
+            "Cat": {"type": "object", "required": ["kind", "lives"], "additionalProperties": false,
+                    "properties": {"kind": {"const": "cat", "type": "string"}, "lives": {"type": "integer"}}},
+            "Dog": {"type": "object", "required": ["kind", "good"], "additionalProperties": false,
+                    "properties": {"kind": {"const": "dog", "type": "string"}, "good": {"type": "boolean"}}}},
+        "type": "object", "required": ["pet"], "additionalProperties": false,
+        "properties": {"pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                               "discriminator": {"propertyName": "kind",
+                                                 "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"}}}}});
+    let c = g.compile(&Grammar::JsonSchema(tagged)).unwrap();
+    assert!(c.accepts(r#"{"pet": {"kind": "dog", "good": true}}"#));
+    assert!(!c.accepts(r#"{"pet": {"kind": "dog", "lives": 9}}"#));
+
     let e = g
         .compile(&Grammar::JsonSchema(json!({"type": "nonsense"})))
         .unwrap_err();
