@@ -1,6 +1,6 @@
 //! Structured output for superinfer: JSON Schema, `json_object`, regular expressions, Lark
 //! and llama.cpp GBNF grammars, enforced token by token through [`llguidance`] behind
-//! core's [`Constraint`](superinfer_core::generate::Constraint) hook.
+//! core's [`Constraint`] hook.
 //!
 //! - [`Grammars`] holds the tokenizer's token trie (built once per model) and compiles a
 //!   [`Grammar`] into a [`Compiled`] one, cached by the grammar's hash, under limits (the
