@@ -56,10 +56,11 @@ mod tests {
         assert!(rss >= 64 << 20 && peak >= rss, "VmHWM {peak}, VmRSS {rss}");
         drop(big);
         // the peak stays; the resident size falls by most of the 64 MiB (other tests of this
-        // binary run on other threads and allocate meanwhile: a margin, not an exact count)
+        // binary run on other threads and allocate meanwhile, and the kernel's per-CPU RSS
+        // counters make both readings approximate, not even monotonic: margins, not counts)
         let (kept, rss) = hwm_rss();
         assert!(
-            kept >= peak && kept >= rss + (32 << 20),
+            kept + (4 << 20) >= peak && kept >= rss + (32 << 20),
             "VmHWM {kept} (was {peak}), VmRSS {rss}"
         );
         reset_peak_rss();
