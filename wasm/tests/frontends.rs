@@ -6,18 +6,16 @@
 //! - the `Scheduler` (the server, `bench -np`), with other requests sharing its steps,
 //! - the npm package's engine (`wasm/src/engine.rs`), natively here.
 
+mod common;
+
 use std::ops::ControlFlow;
 
 use serde_json::{json, Value};
-use superinfer_core::generate::{ContextOptions, GenerateParams, StopReason, Token};
-use superinfer_core::parallel::Sequential;
+use superinfer_core::generate::{GenerateParams, StopReason, Token};
 use superinfer_core::sampler::Sampler;
 use superinfer_runtime::scheduler::Request;
-use superinfer_runtime::{Engine as Native, EngineOptions, Scheduler, SchedulerOptions};
-use superinfer_wasm::buffer::ModelBuffer;
+use superinfer_runtime::{Engine as Native, Scheduler, SchedulerOptions};
 use superinfer_wasm::engine::Engine as Package;
-
-static SEQ: Sequential = Sequential;
 
 const N_CTX: usize = 256;
 const PROMPT: &str = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n\
@@ -143,29 +141,7 @@ fn package(e: &mut Package, prompt: &[u32], p: &GenerateParams) -> Answer {
 
 #[test]
 fn every_frontend_applies_the_same_rules() {
-    let path = superinfer_tests::require_model(superinfer_tests::QWEN_05B);
-    // the weights as the file has them in both engines (the package does not repack)
-    let native = Native::load(
-        &path,
-        &EngineOptions {
-            threads: 2,
-            no_repack: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let mut buf = ModelBuffer::with_parts(&[bytes.len()]).unwrap();
-    let at = buf.place(0).unwrap();
-    // SAFETY: `place` put the one part at `at` with room for its bytes; nothing borrows
-    // the buffer now.
-    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.ptr().add(at), bytes.len()) };
-    drop(bytes);
-    let opts = ContextOptions {
-        n_ctx: N_CTX,
-        ..Default::default()
-    };
-    let mut pkg = Package::load(buf, native.kernels().clone(), &SEQ, &opts).unwrap();
+    let (native, mut pkg) = common::load_both(2, N_CTX);
     let prompt = native.encode_prompt(PROMPT).unwrap();
     let tok = native.tokenizer();
 

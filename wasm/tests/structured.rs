@@ -5,36 +5,12 @@
 //! finish reason `tool_calls`.
 
 use serde_json::{json, Value};
-use superinfer_core::generate::ContextOptions;
-use superinfer_core::parallel::Sequential;
-use superinfer_runtime::{Engine as Native, EngineOptions};
-use superinfer_wasm::buffer::ModelBuffer;
+mod common;
+
 use superinfer_wasm::engine::Engine as Package;
 
-static SEQ: Sequential = Sequential;
-
 fn package() -> Package {
-    let path = superinfer_tests::require_model(superinfer_tests::QWEN_05B);
-    let native = Native::load(
-        &path,
-        &EngineOptions {
-            threads: 1,
-            no_repack: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let mut buf = ModelBuffer::with_parts(&[bytes.len()]).unwrap();
-    let at = buf.place(0).unwrap();
-    // SAFETY: `place` put the one part at `at` with room for its bytes; nothing borrows
-    // the buffer now.
-    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.ptr().add(at), bytes.len()) };
-    let opts = ContextOptions {
-        n_ctx: 1024,
-        ..Default::default()
-    };
-    Package::load(buf, native.kernels().clone(), &SEQ, &opts).unwrap()
+    common::load_both(1, 1024).1
 }
 
 /// What a whole generation gave: the steps' results, then `end`'s.
