@@ -301,16 +301,17 @@ macro_rules! legacy_gemm {
     ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr, $offsets:expr) => {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-            // One tile of tokens (a mixture's expert chosen by a few of a step's tokens, a
-            // short verification) streams the group from memory once, as the matrix × vector
-            // kernel does: prefetched like it. More tiles find it in cache after the first.
-            if acts.len() <= GEMM_TOKENS {
-                by_token_count!(acts.len(), $gemm_t::<true>(cols, w, acts, out))
-            } else {
-                token_tiles(acts, out, |a, o| {
+            // The first tile of tokens streams the group from memory, prefetched as the
+            // matrix × vector kernel does; the other tiles find it in cache.
+            let mut first = true;
+            token_tiles(acts, out, |a, o| {
+                if first {
+                    by_token_count!(a.len(), $gemm_t::<true>(cols, w, a, o))
+                } else {
                     by_token_count!(a.len(), $gemm_t::<false>(cols, w, a, o))
-                });
-            }
+                }
+                first = false;
+            });
         }
 
         #[target_feature(enable = "avx2,fma,f16c")]
@@ -417,7 +418,10 @@ pub(super) unsafe fn gemm_decoded(
         let m = DECODE_BLOCKS.min(nb - b0);
         for (i, d) in dec[..m].iter_mut().enumerate() {
             // SAFETY: block b0 + i < nb of the group (checked above).
-            *d = decode(unsafe { w.as_ptr().add((b0 + i) * group_block) });
+            let p = unsafe { w.as_ptr().add((b0 + i) * group_block) };
+            // the weights stream from memory here, once per batch of tokens
+            prefetch_far(p, group_block);
+            *d = decode(p);
         }
         tiles_of(tile_tokens, acts, out, |a, o| tile(&dec[..m], b0, a, o));
     }

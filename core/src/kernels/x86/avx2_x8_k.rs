@@ -11,7 +11,9 @@ use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
 
 /// One group against `T` tokens: the sum over every super-block of the float terms `block`
-/// returns (`sum += term`, as the scalar kernel adds each super-block's).
+/// returns (`sum += term`, as the scalar kernel adds each super-block's). With `prefetch`
+/// (the matrix × vector kernels, and a batch's first tile of tokens, which streams the group
+/// from memory: see `PREFETCH_FAR`) each super-block's weights are prefetched ahead.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn super_blocks<const T: usize>(
@@ -19,6 +21,7 @@ pub(super) fn super_blocks<const T: usize>(
     w: &[u8],
     a: [&[u8]; T],
     group_block: usize,
+    prefetch: bool,
     block: impl Fn(*const u8, [&BlockQ8K; T]) -> [__m256; T],
 ) -> [__m256; T] {
     let nb = cols / QK_K;
@@ -32,8 +35,7 @@ pub(super) fn super_blocks<const T: usize>(
     for b in 0..nb {
         // SAFETY: super-block b of the group (checked above).
         let p = unsafe { w.as_ptr().add(b * group_block) };
-        if T == 1 {
-            // matrix × vector: the weights stream from DRAM (see `PREFETCH_FAR`)
+        if prefetch {
             prefetch_far(p, group_block);
         }
         let terms = block(p, arr(|t| &ys[t][b]));
@@ -56,7 +58,7 @@ macro_rules! kquant_gemv {
                 return;
             }
             for (g, o) in w.chunks_exact(group_bytes).zip(out.chunks_exact_mut(ROWS)) {
-                let [acc] = super_blocks(cols, g, [a], $group_block, |p, y| {
+                let [acc] = super_blocks(cols, g, [a], $group_block, true, |p, y| {
                     // SAFETY: `super_blocks` passes the start of one whole group block (it
                     // checks the group holds them all); the features are this fn's.
                     unsafe { $block(p, y) }
@@ -74,8 +76,12 @@ macro_rules! kquant_gemm {
     ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+            // the first tile of tokens streams the group from memory (prefetched), the others
+            // find it in cache
+            let mut prefetch = true;
             token_tiles(acts, out, |a, o| {
-                by_token_count!(a.len(), $gemm_t(cols, w, a, o))
+                by_token_count!(a.len(), $gemm_t(cols, w, a, o, prefetch));
+                prefetch = false;
             });
         }
 
@@ -85,8 +91,10 @@ macro_rules! kquant_gemm {
             w: &[u8],
             acts: BatchRows<'_>,
             out: &mut [[f32; ROWS]],
+            prefetch: bool,
         ) {
-            let acc = super_blocks(cols, w, arr(|t| acts.bytes(t)), $group_block, |p, y| {
+            let bytes = arr(|t| acts.bytes(t));
+            let acc = super_blocks(cols, w, bytes, $group_block, prefetch, |p, y| {
                 // SAFETY: `super_blocks` passes the start of one whole group block (it checks
                 // the group holds them all); the features are this fn's.
                 unsafe { $block::<T>(p, y) }
