@@ -11,6 +11,8 @@
 #   benches/build-llama-cpp.sh avx2    # a second build limited to AVX2 (no AVX-512, no
 #                                      # AVX-VNNI): the baseline for `compare.py --isa avx2`,
 #                                      # which stands in for an AVX2-only CPU such as Zen 3
+#   benches/build-llama-cpp.sh avx-vnni  # AVX2 + AVX-VNNI, no AVX-512: `--isa avx-vnni`'s
+#                                      # baseline, a stand-in for a laptop (Alder Lake and on)
 #   benches/build-llama-cpp.sh amx-probe  # only say whether this process may use AMX
 #
 # AMX: a VM can show amx_tile/amx_int8 in /proc/cpuinfo while its kernel does not let a
@@ -89,7 +91,11 @@ case "$VARIANT" in
     ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
       -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF
       -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF) ;;
-  *) echo "usage: $0 [native|avx2|amx-probe]" >&2; exit 2 ;;
+  avx-vnni) BUILD="$SRC/build-avx-vnni"
+    ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+      -DGGML_BMI2=ON -DGGML_AVX_VNNI=ON -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF
+      -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF) ;;
+  *) echo "usage: $0 [native|avx2|avx-vnni|amx-probe]" >&2; exit 2 ;;
 esac
 BIN="$BUILD/bin"
 TOOLS=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize llama-server

@@ -10,14 +10,16 @@ superinfer / llama.cpp, and for tg the weight bandwidth reached as a share of ST
 
     benches/compare.py [--tests tg128,pp512] [--threads 1,2] [--rounds 3] [--reps 3]
                        [--models qwen2.5-0.5b,gemma3-270m,qwen2.5-1.5b] [--formats shipped,Q4_0,Q8_0]
-                       [--depths 0,2048] [--cache-types f16,q8_0,f32] [--isa avx2]
+                       [--depths 0,2048] [--cache-types f16,q8_0,f32] [--isa avx2|avx-vnni]
 
 --models also takes GGUF files by path (any name ending in .gguf), run as they are: e.g. the
 synthetic MoE shapes of benches/src/bin/synth-model.rs.
 
 --isa avx2 pits superinfer forced to its AVX2 kernels (SUPERINFER_ISA=avx2) against a second
 llama.cpp build limited to AVX2 (build-llama-cpp.sh avx2): on an AVX-512 machine, a stand-in
-for an AVX2-only CPU such as Zen 3 (same instruction sets, not the same core).
+for an AVX2-only CPU such as Zen 3 (same instruction sets, not the same core). --isa avx-vnni
+does the same with AVX2 + AVX-VNNI on both sides (build-llama-cpp.sh avx-vnni): a laptop's
+instruction sets (Alder Lake and later) where the machine has AVX-VNNI.
 
 --depths runs each test with that many tokens already in the context (llama-bench -d);
 --cache-types sets both the K and V cache type of both tools (llama-bench -ctk/-ctv).
@@ -265,7 +267,7 @@ def main():
     ap.add_argument("--formats", default="shipped,Q4_0,Q8_0")
     ap.add_argument("--depths", default="0")
     ap.add_argument("--cache-types", default="f16")
-    ap.add_argument("--isa", choices=["native", "avx2"], default="native")
+    ap.add_argument("--isa", choices=["native", "avx2", "avx-vnni"], default="native")
     ap.add_argument("--npl", help="batched mode: numbers of parallel sequences, e.g. 1,8")
     ap.add_argument("--npp", type=int, default=128, help="batched mode: prompt tokens per sequence")
     ap.add_argument("--ntg", type=int, default=128, help="batched mode: generated tokens per sequence")

@@ -17,7 +17,7 @@ both acceptance rates (accepted / drafted). llama.cpp from benches/build-llama-c
     benches/spec.py [--target qwen2.5-1.5b] [--draft qwen2.5-0.5b] [--threads 2] [-n 256]
                     [--rounds 3] [--kinds edit,complete,summary] [--draft-max 16]
                     [--llama-draft-max 16] [--lookup-ngram 3] [--draft-format Q4_0]
-                    [--draft-vocab N] [--no-build] [--json-out FILE]
+                    [--draft-vocab N] [--isa avx2|avx-vnni] [--no-build] [--json-out FILE]
 
 `--draft-format Q4_0` drafts with a copy of the draft model requantized by llama-quantize
 (cached under ~/.cache/superinfer/models/derived), for both engines: a draft that reads fewer
@@ -117,14 +117,19 @@ def main():
                     help="a llama-quantize type (Q4_0, Q8_0, ...) for the draft, or 'shipped'")
     ap.add_argument("--draft-vocab", type=int, default=0,
                     help="ours only: the draft scores the first N tokens of its vocabulary (0: all)")
+    ap.add_argument("--isa", choices=["native", "avx2", "avx-vnni"], default="native",
+                    help="force our kernels to this ISA (SUPERINFER_ISA) against a llama.cpp "
+                         "built for it (benches/build-llama-cpp.sh ISA)")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--json-out", default=str(CACHE / "spec-last.json"))
     a = ap.parse_args()
+    if a.isa != "native":
+        os.environ["SUPERINFER_ISA"] = a.isa
 
     if not a.no_build:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "superinfer-cli"], cwd=ROOT, check=True)
     exe = ROOT / "target" / "release" / "superinfer"
-    bin_dir = Path(sh([ROOT / "benches" / "build-llama-cpp.sh"])[0].strip().splitlines()[-1])
+    bin_dir = Path(sh([ROOT / "benches" / "build-llama-cpp.sh", a.isa])[0].strip().splitlines()[-1])
     target, draft = model_path(a.target), model_path(a.draft)
     if a.draft_format != "shipped":
         draft = str(requantized(bin_dir, a.draft, draft, a.draft_format))
