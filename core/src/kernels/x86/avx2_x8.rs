@@ -568,8 +568,23 @@ macro_rules! tile_by_count {
     };
 }
 
+legacy_gemm!(
+    gemm_q5_0_few,
+    gemm_q5_0_few_t,
+    q5_0_block,
+    q5_0::GROUP_BLOCK,
+    SUMS
+);
+
+/// Most tokens for which the Q5_0 batch kernel takes each block apart per tile of tokens
+/// (`gemm_q5_0_few`) rather than once for the batch (`gemm_decoded`).
+pub(super) const Q5_0_FEW_TOKENS: usize = 8;
+
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn gemm_q5_0(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+    if acts.len() <= Q5_0_FEW_TOKENS {
+        return gemm_q5_0_few(cols, w, acts, out);
+    }
     // SAFETY: the decoder reads one group block; 5-bit values: 4 · 2 · 31 · 127 < 2^15.
     unsafe {
         gemm_decoded(
