@@ -63,6 +63,7 @@ mod avx_vnni_few {
 }
 
 use super::{CpuFeatures, Kernels};
+use crate::quant::interleaved::{GemmX8Fn, GemvX8Fn};
 use crate::quant::GgmlType;
 
 /// Wraps `unsafe fn(usize, &[u8], &[u8]) -> f32` kernels in safe `fn`s of the same name.
@@ -277,16 +278,31 @@ pub(super) unsafe fn fill_avx_vnni(k: &mut Kernels, f: &CpuFeatures) {
     // SAFETY: AVX-VNNI comes here with the AVX2 set (checked by `available`).
     unsafe { fill_avx2(k, f) };
     use avx_vnni_safe::*;
-    k.set_gemv_x8(GgmlType::Q4_0, gemv_q4_0);
-    k.set_gemv_x8(GgmlType::Q5_0, gemv_q5_0);
-    k.set_gemv_x8(GgmlType::Q8_0, gemv_q8_0);
-    k.set_gemv_x8(GgmlType::Q4_K, gemv_q4_k);
-    k.set_gemv_x8(GgmlType::Q6_K, gemv_q6_k);
-    k.set_gemm_x8(GgmlType::Q4_0, gemm_q4_0);
-    k.set_gemm_x8(GgmlType::Q5_0, gemm_q5_0);
-    k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
-    k.set_gemm_x8(GgmlType::Q4_K, gemm_few_q4_k);
-    k.set_gemm_x8(GgmlType::Q6_K, gemm_few_q6_k);
+    set_vnni_x8(
+        k,
+        [gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k],
+        [
+            gemm_q4_0,
+            gemm_q5_0,
+            gemm_q8_0,
+            gemm_few_q4_k,
+            gemm_few_q6_k,
+        ],
+    );
+}
+
+/// Installs the interleaved kernels of the formats with VNNI ones, Q4_0, Q5_0, Q8_0, Q4_K
+/// and Q6_K in that order: matrix × vector `gemv`, batch `gemm`.
+fn set_vnni_x8(k: &mut Kernels, gemv: [GemvX8Fn; 5], gemm: [GemmX8Fn; 5]) {
+    use GgmlType::*;
+    for ((ty, gemv), gemm) in [Q4_0, Q5_0, Q8_0, Q4_K, Q6_K]
+        .into_iter()
+        .zip(gemv)
+        .zip(gemm)
+    {
+        k.set_gemv_x8(ty, gemv);
+        k.set_gemm_x8(ty, gemm);
+    }
 }
 
 /// # Safety
@@ -328,16 +344,11 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         // the AVX2 kernel of several tokens has not been measured against this one-row
         // kernel per token on an AVX-512 machine (and would run decode on AVX2 too)
         k.clear_vec_dot_rows(GgmlType::MXFP4);
-        k.set_gemv_x8(GgmlType::Q4_0, gemv_q4_0);
-        k.set_gemv_x8(GgmlType::Q5_0, gemv_q5_0);
-        k.set_gemv_x8(GgmlType::Q8_0, gemv_q8_0);
-        k.set_gemv_x8(GgmlType::Q4_K, gemv_q4_k);
-        k.set_gemv_x8(GgmlType::Q6_K, gemv_q6_k);
-        k.set_gemm_x8(GgmlType::Q4_0, gemm_q4_0);
-        k.set_gemm_x8(GgmlType::Q5_0, gemm_q5_0);
-        k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
-        k.set_gemm_x8(GgmlType::Q4_K, gemm_q4_k);
-        k.set_gemm_x8(GgmlType::Q6_K, gemm_q6_k);
+        set_vnni_x8(
+            k,
+            [gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k],
+            [gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k],
+        );
         // MXFP4 keeps the AVX2 interleaved kernels (no AVX-512 variant yet; the `safe_gemms`
         // wrapper runs its one-group batch kernel over any number of groups)
         // quads of groups for the legacy formats (a pair of pairs for the k-quants)

@@ -17,6 +17,8 @@
 //! tile by the matrix × vector kernels' block functions (`vnni_gemv`) or their one-chain
 //! variants here.
 
+use core::arch::x86_64::*;
+
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, ROWS};
 
 /// The legacy formats' numbers for the `F` parameter of the generated `legacy_group`.
@@ -35,6 +37,29 @@ impl Legacy {
             _ => q5_0::GROUP_BLOCK,
         }
     }
+}
+
+/// The fourth 6-bit quant of a Q6_K × 8 triple of quant vectors: bits 6-7 of `x0`, `x1`,
+/// `x2` moved to bits 0-1, 2-3, 4-5 (only zero bits cross bytes in the shifts).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn q6_k_fourth(x0: __m256i, x1: __m256i, x2: __m256i) -> __m256i {
+    let top2 = _mm256_set1_epi8(0xC0u8 as i8);
+    let f = _mm256_or_si256(
+        _mm256_srli_epi16(_mm256_and_si256(x0, top2), 2),
+        _mm256_and_si256(x1, top2),
+    );
+    let f = _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x2, top2));
+    _mm256_srli_epi16(f, 2)
+}
+
+/// `isum + lo · sl + hi · sh` per 32-bit lane: two sub-blocks' sums scaled into a
+/// super-block's.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn add_scaled(isum: __m256i, [lo, hi]: [__m256i; 2], [sl, sh]: [__m256i; 2]) -> __m256i {
+    let scaled = _mm256_add_epi32(_mm256_mullo_epi32(lo, sl), _mm256_mullo_epi32(hi, sh));
+    _mm256_add_epi32(isum, scaled)
 }
 
 /// Runs `group(w, out)` over each whole group of `w` (`group_bytes` each) with its `n`
@@ -66,12 +91,12 @@ macro_rules! vnni_few {
     ($features:tt, $dpbusd:ident, $gemv:ident, $tile:literal, [$($n:literal),*]) => {
         use core::arch::x86_64::*;
 
+        use super::$gemv::q5_0_block;
         use super::avx2::ld256;
         use super::avx2_x8::{arr, bcast4, prefetch_far};
-        use super::avx2_x8_k::{q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms};
         use super::avx2_x8::{bcast_pair, gemm_group, tiles_of, SUMS};
-        use super::$gemv::q5_0_block;
-        use super::vnni_few::{per_group, Legacy};
+        use super::avx2_x8_k::{q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms};
+        use super::vnni_few::{add_scaled, per_group, q6_k_fourth, Legacy};
         use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, BatchRows, ROWS};
         use crate::quant::kquants::q8_k::{self, BlockQ8K};
         use crate::quant::kquants::QK_K;
@@ -79,7 +104,10 @@ macro_rules! vnni_few {
 
         /// Tokens per tile.
         pub(super) const FEW_TILE: usize = $tile;
-        const _: () = assert!([$($n),*].len() == FEW_TILE, "one tile kernel per token count");
+        const _: () = assert!(
+            [$($n),*].len() == FEW_TILE,
+            "one tile kernel per token count"
+        );
 
         /// One Q4_K × 8 super-block against `T` tokens: each token's eight float terms.
         ///
@@ -92,7 +120,8 @@ macro_rules! vnni_few {
             // SAFETY: the caller's contract.
             let scales = unsafe { q4_k_scales(p) };
             let mut isum = [_mm256_setzero_si256(); T];
-            // chunks 8k..8k + 8 hold sub-block 2k in their low nibbles and 2k + 1 in their high ones
+            // chunks 8k..8k + 8 hold sub-block 2k in their low nibbles and 2k + 1 in their
+            // high ones
             for k in 0..4 {
                 let mut lo = [_mm256_setzero_si256(); T];
                 let mut hi = [_mm256_setzero_si256(); T];
@@ -119,10 +148,7 @@ macro_rules! vnni_few {
                     q4_k_scale_i32(&scales, 2 * k + 1),
                 );
                 for t in 0..T {
-                    isum[t] = _mm256_add_epi32(
-                        isum[t],
-                        _mm256_add_epi32(_mm256_mullo_epi32(lo[t], sl), _mm256_mullo_epi32(hi[t], sh)),
-                    );
+                    isum[t] = add_scaled(isum[t], [lo[t], hi[t]], [sl, sh]);
                 }
             }
             // SAFETY: the caller's contract.
@@ -137,11 +163,10 @@ macro_rules! vnni_few {
         #[target_feature(enable = $features)]
         unsafe fn q6_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m256; T] {
             let low6 = _mm256_set1_epi8(0x3F);
-            let top2 = _mm256_set1_epi8(0xC0u8 as i8);
-            // The quants are stored +32 (`q6_k_terms` takes 32 · Σ scale · bsum off). Triple c of
-            // half n holds elements 128n + 32k + 4c..+4 of quant k < 4 (k < 3: the low six bits of
-            // vector k; k = 3: their top two bits): scale group 8n + 2k + c / 4, whose scale is half
-            // c / 4 of the i16 pair 4n + k.
+            // The quants are stored +32 (`q6_k_terms` takes 32 · Σ scale · bsum off).
+            // Triple c of half n holds elements 128n + 32k + 4c..+4 of quant k < 4 (k < 3:
+            // the low six bits of vector k; k = 3: their top two bits): scale group
+            // 8n + 2k + c / 4, whose scale is half c / 4 of the i16 pair 4n + k.
             let mut isum = [_mm256_setzero_si256(); T];
             for n in 0..2 {
                 for k in 0..4 {
@@ -154,14 +179,7 @@ macro_rules! vnni_few {
                         let q = if k < 3 {
                             _mm256_and_si256(x(k), low6)
                         } else {
-                            // bits 6-7 of x0, x1, x2 to bits 0-1, 2-3, 4-5 (only zero bits cross
-                            // bytes in the shifts)
-                            let f = _mm256_or_si256(
-                                _mm256_srli_epi16(_mm256_and_si256(x(0), top2), 2),
-                                _mm256_and_si256(x(1), top2),
-                            );
-                            let f = _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x(2), top2));
-                            _mm256_srli_epi16(f, 2)
+                            q6_k_fourth(x(0), x(1), x(2))
                         };
                         let s = if c < 4 { &mut lo } else { &mut hi };
                         for (s, y) in s.iter_mut().zip(&ys) {
@@ -176,10 +194,7 @@ macro_rules! vnni_few {
                     let sl = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
                     let sh = _mm256_srai_epi32(pair, 16);
                     for t in 0..T {
-                        isum[t] = _mm256_add_epi32(
-                            isum[t],
-                            _mm256_add_epi32(_mm256_mullo_epi32(lo[t], sl), _mm256_mullo_epi32(hi[t], sh)),
-                        );
+                        isum[t] = add_scaled(isum[t], [lo[t], hi[t]], [sl, sh]);
                     }
                 }
             }
@@ -295,9 +310,13 @@ macro_rules! vnni_few {
             // SAFETY: the block functions read one group block.
             unsafe {
                 if Q6 {
-                    tile::<T>(cols, w, acts, out, q6_k::GROUP_BLOCK, |p, y| q6_k_block::<T>(p, y))
+                    tile::<T>(cols, w, acts, out, q6_k::GROUP_BLOCK, |p, y| {
+                        q6_k_block::<T>(p, y)
+                    })
                 } else {
-                    tile::<T>(cols, w, acts, out, q4_k::GROUP_BLOCK, |p, y| q4_k_block::<T>(p, y))
+                    tile::<T>(cols, w, acts, out, q4_k::GROUP_BLOCK, |p, y| {
+                        q4_k_block::<T>(p, y)
+                    })
                 }
             }
         }
@@ -306,8 +325,17 @@ macro_rules! vnni_few {
         /// to [`FEW_TILE`] tokens.
         #[inline]
         #[target_feature(enable = $features)]
-        fn kquant_gemm<const Q6: bool>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
-            let group_block = if Q6 { q6_k::GROUP_BLOCK } else { q4_k::GROUP_BLOCK };
+        fn kquant_gemm<const Q6: bool>(
+            cols: usize,
+            w: &[u8],
+            acts: BatchRows<'_>,
+            out: &mut [[f32; ROWS]],
+        ) {
+            let group_block = if Q6 {
+                q6_k::GROUP_BLOCK
+            } else {
+                q4_k::GROUP_BLOCK
+            };
             per_group(w, cols / QK_K * group_block, acts.len(), out, |w, out| {
                 tiles_of(FEW_TILE, acts, out, |a, o| match a.len() {
                     $($n => kquant_tile::<$n, Q6>(cols, w, a, o),)*
@@ -318,13 +346,23 @@ macro_rules! vnni_few {
 
         /// Q4_K × 8 against a few tokens (see [`kquant_gemm`]).
         #[target_feature(enable = $features)]
-        pub(super) fn gemm_few_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+        pub(super) fn gemm_few_q4_k(
+            cols: usize,
+            w: &[u8],
+            acts: BatchRows<'_>,
+            out: &mut [[f32; ROWS]],
+        ) {
             kquant_gemm::<false>(cols, w, acts, out)
         }
 
         /// Q6_K × 8 against a few tokens (see [`kquant_gemm`]).
         #[target_feature(enable = $features)]
-        pub(super) fn gemm_few_q6_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+        pub(super) fn gemm_few_q6_k(
+            cols: usize,
+            w: &[u8],
+            acts: BatchRows<'_>,
+            out: &mut [[f32; ROWS]],
+        ) {
             kquant_gemm::<true>(cols, w, acts, out)
         }
 
@@ -342,15 +380,30 @@ macro_rules! vnni_few {
             // SAFETY: the block functions read one group block per group pointer.
             unsafe {
                 match F {
-                    Legacy::Q8_0 => gemm_group::<T, SUMS, PREFETCH>(cols, w, a, o, q8_0::GROUP_BLOCK, |p, y, s| {
-                        q8_0_chain::<1, T>(p, y, s)
-                    }),
-                    Legacy::Q4_0 => gemm_group::<T, SUMS, PREFETCH>(cols, w, a, o, q4_0::GROUP_BLOCK, |p, y, s| {
-                        q4_0_chain::<1, T>(p, y, s)
-                    }),
-                    _ => gemm_group::<T, SUMS, PREFETCH>(cols, w, a, o, q5_0::GROUP_BLOCK, |p, y, s| {
-                        q5_0_block::<1, T>(p, y, s)
-                    }),
+                    Legacy::Q8_0 => gemm_group::<T, SUMS, PREFETCH>(
+                        cols,
+                        w,
+                        a,
+                        o,
+                        q8_0::GROUP_BLOCK,
+                        |p, y, s| q8_0_chain::<1, T>(p, y, s),
+                    ),
+                    Legacy::Q4_0 => gemm_group::<T, SUMS, PREFETCH>(
+                        cols,
+                        w,
+                        a,
+                        o,
+                        q4_0::GROUP_BLOCK,
+                        |p, y, s| q4_0_chain::<1, T>(p, y, s),
+                    ),
+                    _ => gemm_group::<T, SUMS, PREFETCH>(
+                        cols,
+                        w,
+                        a,
+                        o,
+                        q5_0::GROUP_BLOCK,
+                        |p, y, s| q5_0_block::<1, T>(p, y, s),
+                    ),
                 }
             }
         }

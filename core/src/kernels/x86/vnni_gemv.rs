@@ -2,17 +2,17 @@
 //! compiles them with the `#[target_feature]` list and the `vpdpbusd` intrinsic it is given,
 //! for AVX-512 VNNI with VL (`_mm256_dpbusd_epi32`: module `avx512_gemv`) and for AVX-VNNI
 //! (its VEX encoding, `_mm256_dpbusd_avx_epi32`: module `avx_vnni_gemv`). Both are the same
-//! instruction on the same sixteen ymm registers, so the kernels are the same code.
+//! instruction on 256-bit registers, so the kernels are the same code.
 //!
-//! The legacy interleaved layouts (Q4_0, Q5_0, Q8_0 × 8): the AVX2 kernels' loop (`avx2_x8::for_groups`,
-//! two groups per pass sharing the activation broadcasts) with each chunk's products summed
-//! by one `vpdpbusd` (`u8 × i8`, four products per i32 lane) instead of AVX2's
-//! `vpmaddubsw` / `vpmaddwd` / add (and, for Q8_0, `vpsign` / `vpabs`). The weights go in
-//! unsigned with an offset, as in the VNNI batch kernels: Q4_0 nibbles (+8), Q5_0 5-bit
-//! values (+16) and Q8_0 quants with the sign bit flipped (+128); each block's sum starts at
-//! `-offset · Σy`. The integer sums are the AVX2 kernels' exactly and the float accumulation
-//! is theirs, so the results are the same bits (and the batch kernels', so a prompt in a
-//! batch still equals token-by-token decoding).
+//! The legacy interleaved layouts (Q4_0, Q5_0, Q8_0 × 8): the AVX2 kernels' loop
+//! (`avx2_x8::for_groups`, two groups per pass sharing the activation broadcasts) with each chunk's
+//! products summed by one `vpdpbusd` (`u8 × i8`, four products per i32 lane) instead of AVX2's
+//! `vpmaddubsw` / `vpmaddwd` / add (and, for Q8_0, `vpsign` / `vpabs`). The weights go in unsigned
+//! with an offset, as in the VNNI batch kernels: Q4_0 nibbles (+8), Q5_0 5-bit values (+16) and
+//! Q8_0 quants with the sign bit flipped (+128); each block's sum starts at `-offset · Σy`. The
+//! integer sums are the AVX2 kernels' exactly and the float accumulation is theirs, so the results
+//! are the same bits (and the batch kernels', so a prompt in a batch still equals token-by-token
+//! decoding).
 //!
 //! Q4_K the same way: per 32-element sub-block one `vpdpbusd` chain per row group into an
 //! i32 sum (nibbles × y, nothing saturates), scaled by the sub-block's 6-bit scale with one
@@ -33,8 +33,10 @@ macro_rules! vnni_gemv {
         use super::avx2::ld256;
         use super::avx2_x8::{arr, bcast4, bcast_pair, for_groups, legacy_gemv, q5_0_chunk};
         use super::avx2_x8_k::{
-            kquant_gemv, q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms, super_blocks,
+            kquant_gemv, q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms,
+            super_blocks,
         };
+        use super::vnni_few::{add_scaled, q6_k_fourth};
         use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, ROWS};
         use crate::quant::kquants::q8_k::BlockQ8K;
         use crate::quant::kquants::QK_K;
@@ -150,7 +152,8 @@ macro_rules! vnni_gemv {
             let low4 = _mm256_set1_epi8(0x0F);
             // SAFETY: the caller's contract.
             let scales = unsafe { q4_k_scales(p) };
-            // chunks 8k..8k+8 hold sub-block 2k in their low nibbles and 2k + 1 in their high ones
+            // chunks 8k..8k+8 hold sub-block 2k in their low nibbles and 2k + 1 in their
+            // high ones
             let mut isum = _mm256_setzero_si256();
             for k in 0..4 {
                 let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
@@ -168,9 +171,9 @@ macro_rules! vnni_gemv {
                     lo = $dpbusd(lo, _mm256_and_si256(x, low4), y0);
                     hi = $dpbusd(hi, _mm256_and_si256(_mm256_srli_epi16(x, 4), low4), y1);
                 }
-                let lo = _mm256_mullo_epi32(lo, q4_k_scale_i32(&scales, 2 * k));
-                let hi = _mm256_mullo_epi32(hi, q4_k_scale_i32(&scales, 2 * k + 1));
-                isum = _mm256_add_epi32(isum, _mm256_add_epi32(lo, hi));
+                let sl = q4_k_scale_i32(&scales, 2 * k);
+                let sh = q4_k_scale_i32(&scales, 2 * k + 1);
+                isum = add_scaled(isum, [lo, hi], [sl, sh]);
             }
             // SAFETY: the caller's contract.
             unsafe { q4_k_terms(p, [y], [isum]) }
@@ -182,7 +185,6 @@ macro_rules! vnni_gemv {
         #[target_feature(enable = $features)]
         unsafe fn q6_k_block(p: *const u8, [y]: [&BlockQ8K; 1]) -> [__m256; 1] {
             let low6 = _mm256_set1_epi8(0x3F);
-            let top2 = _mm256_set1_epi8(0xC0u8 as i8);
             let mut isum = _mm256_setzero_si256();
             for n in 0..2 {
                 // triple c holds elements 128n + 32k + 4c..+4 for k < 4 (group 8n + 2k + c/4):
@@ -194,16 +196,11 @@ macro_rules! vnni_gemv {
                         // SAFETY: the three chunk vectors of triple 8n + c.
                         let x = |i: usize| unsafe { ld256(p.add(at + 32 * i)) };
                         let (x0, x1, x2) = (x(0), x(1), x(2));
-                        let f = _mm256_or_si256(
-                            _mm256_srli_epi16(_mm256_and_si256(x0, top2), 2),
-                            _mm256_and_si256(x1, top2),
-                        );
-                        let f = _mm256_or_si256(_mm256_srli_epi16(f, 2), _mm256_and_si256(x2, top2));
                         let q = [
                             _mm256_and_si256(x0, low6),
                             _mm256_and_si256(x1, low6),
                             _mm256_and_si256(x2, low6),
-                            _mm256_srli_epi16(f, 2),
+                            q6_k_fourth(x0, x1, x2),
                         ];
                         for (k, (s, q)) in s.iter_mut().zip(q).enumerate() {
                             // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
