@@ -86,7 +86,8 @@ pub struct ModelArgs {
     /// Threads (default: all cores).
     #[arg(short = 't', long = "threads", default_value_t = 0)]
     pub threads: usize,
-    /// Force an instruction set (scalar, avx2, avx512, neon, simd128); also SUPERINFER_ISA.
+    /// Force an instruction set (scalar, avx2, avx-vnni, avx512, neon, simd128); also
+    /// SUPERINFER_ISA.
     #[arg(long = "isa")]
     pub isa: Option<String>,
     /// Keep weights in the file's row layout instead of repacking them for the SIMD
@@ -417,7 +418,8 @@ pub struct BenchArgs {
     /// Output format, as llama-bench: md or json.
     #[arg(short = 'o', long = "output", value_parser = ["md", "json"])]
     pub output: Option<String>,
-    /// Force an instruction set (scalar, avx2, avx512, neon, simd128); also SUPERINFER_ISA.
+    /// Force an instruction set (scalar, avx2, avx-vnni, avx512, neon, simd128); also
+    /// SUPERINFER_ISA.
     #[arg(long = "isa")]
     pub isa: Option<String>,
     /// Keep weights in the file's row layout instead of repacking them for the SIMD

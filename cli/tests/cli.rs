@@ -454,7 +454,7 @@ fn isas_lists_the_default_first_and_scalar_last() {
     assert_eq!(names.last(), Some(&"scalar"), "{text}");
     for n in &names {
         assert!(
-            ["avx512", "avx2", "neon", "simd128", "scalar"].contains(n),
+            ["avx512", "avx-vnni", "avx2", "neon", "simd128", "scalar"].contains(n),
             "unknown ISA name {n}"
         );
     }

@@ -40,9 +40,9 @@ fn l2_bytes() -> Option<usize> {
 /// The ISA forced by the `SUPERINFER_ISA` environment variable, if set.
 pub fn isa_from_env() -> Result<Option<Isa>, String> {
     match std::env::var("SUPERINFER_ISA") {
-        Ok(s) if !s.is_empty() => Isa::from_name(&s).map(Some).ok_or_else(|| {
-            format!("SUPERINFER_ISA='{s}' is not one of scalar, avx2, avx512, neon, simd128")
-        }),
+        Ok(s) if !s.is_empty() => Isa::from_name(&s)
+            .map(Some)
+            .ok_or_else(|| format!("SUPERINFER_ISA='{s}' is not one of {}", Isa::names())),
         _ => Ok(None),
     }
 }
@@ -66,6 +66,7 @@ mod tests {
                 Feature::Avx512bw => std::is_x86_feature_detected!("avx512bw"),
                 Feature::Avx512vl => std::is_x86_feature_detected!("avx512vl"),
                 Feature::Avx512vnni => std::is_x86_feature_detected!("avx512vnni"),
+                Feature::AvxVnni => std::is_x86_feature_detected!("avxvnni"),
                 Feature::Neon | Feature::Dotprod | Feature::Simd128 => false,
             };
             assert_eq!(f.has(feature), std, "{}", feature.name());

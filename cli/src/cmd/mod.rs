@@ -52,9 +52,9 @@ pub fn load_engine(m: &ModelArgs) -> Result<Engine, String> {
 pub fn parse_isa(s: Option<&str>) -> Result<Option<Isa>, String> {
     match s {
         None => Ok(None),
-        Some(s) => Isa::from_name(s).map(Some).ok_or_else(|| {
-            format!("--isa '{s}' is not one of scalar, avx2, avx512, neon, simd128")
-        }),
+        Some(s) => Isa::from_name(s)
+            .map(Some)
+            .ok_or_else(|| format!("--isa '{s}' is not one of {}", Isa::names())),
     }
 }
 

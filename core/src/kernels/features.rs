@@ -8,7 +8,8 @@
 //!
 //! - x86_64: `cpuid` for what the CPU implements and `xgetbv` (XCR0) for what the OS saves on
 //!   a context switch, as `std::is_x86_feature_detected!` does: AVX2, FMA and F16C need the
-//!   OS to save the AVX state (XCR0 bits 1-2), AVX-512 the opmask and upper-ZMM state too
+//!   OS to save the AVX state (XCR0 bits 1-2), as does AVX-VNNI (leaf 7 subleaf 1, EAX bit
+//!   4), AVX-512 the opmask and upper-ZMM state too
 //!   (bits 5-7).
 //! - aarch64: NEON is part of every target Rust builds with it (`target_feature = "neon"`);
 //!   the dot-product extension only the OS can tell (its ID registers are privileged): with
@@ -31,13 +32,16 @@ pub enum Feature {
     Avx512bw,
     Avx512vl,
     Avx512vnni,
+    /// AVX-VNNI: the VEX-encoded 256-bit `vpdpbusd` (Alder Lake and later client chips,
+    /// Sapphire Rapids, Zen 5), without AVX-512.
+    AvxVnni,
     Neon,
     Dotprod,
     Simd128,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 10] = [
+    pub const ALL: [Feature; 11] = [
         Feature::Avx2,
         Feature::Fma,
         Feature::F16c,
@@ -45,6 +49,7 @@ impl Feature {
         Feature::Avx512bw,
         Feature::Avx512vl,
         Feature::Avx512vnni,
+        Feature::AvxVnni,
         Feature::Neon,
         Feature::Dotprod,
         Feature::Simd128,
@@ -60,6 +65,7 @@ impl Feature {
             Feature::Avx512bw => "avx512bw",
             Feature::Avx512vl => "avx512vl",
             Feature::Avx512vnni => "avx512vnni",
+            Feature::AvxVnni => "avxvnni",
             Feature::Neon => "neon",
             Feature::Dotprod => "dotprod",
             Feature::Simd128 => "simd128",
@@ -131,6 +137,9 @@ impl CpuFeatures {
             if all(&[Avx512f, Avx512bw, Avx512vl, Avx2, Fma, F16c]) {
                 v.push(Isa::Avx512);
             }
+            if all(&[Avx2, Fma, F16c, AvxVnni]) {
+                v.push(Isa::AvxVnni);
+            }
             if all(&[Avx2, Fma, F16c]) {
                 v.push(Isa::Avx2);
             }
@@ -152,23 +161,26 @@ fn detected() -> Vec<Feature> {
     use core::arch::x86_64::{__cpuid_count, _xgetbv, CpuidResult};
     // `__cpuid_count` is a safe fn in newer Rust, `unsafe` in the older ones we support
     #[allow(unused_unsafe)]
-    fn cpuid(leaf: u32) -> CpuidResult {
-        // SAFETY: every x86_64 CPU implements `cpuid`; a leaf above the maximum (checked
-        // below before leaf 7 is read) returns other data, it never faults.
-        unsafe { __cpuid_count(leaf, 0) }
+    fn cpuid(leaf: u32, subleaf: u32) -> CpuidResult {
+        // SAFETY: every x86_64 CPU implements `cpuid`; a leaf or subleaf above the maximum
+        // (checked below before leaf 7 is read) returns other data, it never faults.
+        unsafe { __cpuid_count(leaf, subleaf) }
     }
     let bit = |word: u32, n: u32| word & (1 << n) != 0;
-    let max_leaf = cpuid(0).eax;
-    let leaf1 = cpuid(1);
-    let leaf7 = if max_leaf >= 7 {
-        cpuid(7)
+    let max_leaf = cpuid(0, 0).eax;
+    let leaf1 = cpuid(1, 0);
+    let none = CpuidResult {
+        eax: 0,
+        ebx: 0,
+        ecx: 0,
+        edx: 0,
+    };
+    let leaf7 = if max_leaf >= 7 { cpuid(7, 0) } else { none };
+    // subleaf 0's EAX is the highest subleaf of leaf 7
+    let leaf7_1 = if max_leaf >= 7 && leaf7.eax >= 1 {
+        cpuid(7, 1)
     } else {
-        CpuidResult {
-            eax: 0,
-            ebx: 0,
-            ecx: 0,
-            edx: 0,
-        }
+        none
     };
     // XSAVE (ecx 26) and OSXSAVE (ecx 27: the OS set CR4.OSXSAVE) make `xgetbv` legal
     let xcr0 = if bit(leaf1.ecx, 26) && bit(leaf1.ecx, 27) {
@@ -192,6 +204,8 @@ fn detected() -> Vec<Feature> {
     add(os_avx512 && bit(leaf7.ebx, 30), Feature::Avx512bw);
     add(os_avx512 && bit(leaf7.ebx, 31), Feature::Avx512vl);
     add(os_avx512 && bit(leaf7.ecx, 11), Feature::Avx512vnni);
+    // VEX-encoded: only the AVX state (XCR0 bits 1-2) needs saving
+    add(os_avx && bit(leaf7_1.eax, 4), Feature::AvxVnni);
     v
 }
 

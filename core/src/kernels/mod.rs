@@ -29,16 +29,29 @@ use crate::quant::{GgmlType, QuantizeRowFn, VecDotFn, VecDotRowsFn};
 pub enum Isa {
     Scalar,
     Avx2,
+    /// AVX2 with AVX-VNNI's 256-bit `vpdpbusd` in the interleaved kernels.
+    AvxVnni,
     Avx512,
     Neon,
     Simd128,
 }
 
 impl Isa {
+    /// Every ISA a kernel table can be built for, on any target.
+    pub const ALL: [Isa; 6] = [
+        Isa::Scalar,
+        Isa::Avx2,
+        Isa::AvxVnni,
+        Isa::Avx512,
+        Isa::Neon,
+        Isa::Simd128,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
             Isa::Avx2 => "avx2",
+            Isa::AvxVnni => "avx-vnni",
             Isa::Avx512 => "avx512",
             Isa::Neon => "neon",
             Isa::Simd128 => "simd128",
@@ -46,9 +59,13 @@ impl Isa {
     }
 
     pub fn from_name(s: &str) -> Option<Isa> {
-        [Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Simd128]
-            .into_iter()
-            .find(|i| i.name() == s)
+        Isa::ALL.into_iter().find(|i| i.name() == s)
+    }
+
+    /// Every ISA's name, `", "`-separated (for messages about an unknown one).
+    pub fn names() -> alloc::string::String {
+        let names: alloc::vec::Vec<&str> = Isa::ALL.iter().map(|i| i.name()).collect();
+        names.join(", ")
     }
 }
 
@@ -276,6 +293,9 @@ pub fn select(features: &CpuFeatures, force: Option<Isa>) -> Result<Kernels, cra
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2, FMA and F16C are present (`available`, above).
         Isa::Avx2 => unsafe { x86::fill_avx2(&mut k, features) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-VNNI with AVX2, FMA and F16C is present (`available`, above).
+        Isa::AvxVnni => unsafe { x86::fill_avx_vnni(&mut k, features) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512 F/BW/VL with AVX2, FMA and F16C are present (`available`, above).
         Isa::Avx512 => unsafe { x86::fill_avx512(&mut k, features) },

@@ -163,6 +163,13 @@ fn interleaved_parity_avx2() {
     interleaved_parity(Isa::Avx2);
 }
 
+/// AVX-VNNI's interleaved kernels (`vpdpbusd` on 256-bit vectors, four-token tiles) for 1 to
+/// 27 tokens: one tile, several, and a partial one.
+#[test]
+fn interleaved_parity_avx_vnni() {
+    interleaved_parity(Isa::AvxVnni);
+}
+
 #[test]
 fn interleaved_parity_avx512() {
     interleaved_parity(Isa::Avx512);

@@ -122,7 +122,13 @@ fn iq4_nl_neon_and_simd128_are_the_oracle_bit_for_bit() {
 
 #[test]
 fn iq4_xs_is_the_oracle_bit_for_bit_on_every_isa() {
-    for isa in [Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Simd128] {
+    for isa in [
+        Isa::Avx2,
+        Isa::AvxVnni,
+        Isa::Avx512,
+        Isa::Neon,
+        Isa::Simd128,
+    ] {
         check_bits(isa, GgmlType::IQ4_XS, oracle(GgmlType::IQ4_XS));
     }
 }

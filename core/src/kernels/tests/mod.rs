@@ -291,7 +291,9 @@ fn detected_features_belong_to_this_target() {
     use Feature::*;
     let f = CpuFeatures::detect();
     let own: &[Feature] = if cfg!(target_arch = "x86_64") {
-        &[Avx2, Fma, F16c, Avx512f, Avx512bw, Avx512vl, Avx512vnni]
+        &[
+            Avx2, Fma, F16c, Avx512f, Avx512bw, Avx512vl, Avx512vnni, AvxVnni,
+        ]
     } else if cfg!(target_arch = "aarch64") {
         &[Neon, Dotprod]
     } else if cfg!(target_arch = "wasm32") {
@@ -308,6 +310,7 @@ fn detected_features_belong_to_this_target() {
     }
     let needs: &[(Isa, &[Feature])] = &[
         (Isa::Avx2, &[Avx2, Fma, F16c]),
+        (Isa::AvxVnni, &[AvxVnni, Avx2, Fma, F16c]),
         (Isa::Avx512, &[Avx512f, Avx512bw, Avx512vl, Avx2, Fma, F16c]),
         (Isa::Neon, &[Neon]),
         (Isa::Simd128, &[Simd128]),
@@ -324,7 +327,7 @@ fn detected_features_belong_to_this_target() {
 fn unavailable_isa_is_an_error() {
     let none = CpuFeatures::default();
     assert_eq!(none.available(), vec![Isa::Scalar]);
-    for isa in [Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Simd128] {
+    for isa in Isa::ALL.into_iter().filter(|&i| i != Isa::Scalar) {
         assert!(select(&none, Some(isa)).is_err(), "{}", isa.name());
     }
 }
@@ -332,6 +335,11 @@ fn unavailable_isa_is_an_error() {
 #[test]
 fn parity_avx2() {
     parity(Isa::Avx2);
+}
+
+#[test]
+fn parity_avx_vnni() {
+    parity(Isa::AvxVnni);
 }
 
 #[test]
@@ -451,6 +459,11 @@ fn quantize_parity_avx2() {
 }
 
 #[test]
+fn quantize_parity_avx_vnni() {
+    quantize_parity(Isa::AvxVnni);
+}
+
+#[test]
 fn quantize_parity_avx512() {
     quantize_parity(Isa::Avx512);
 }
@@ -524,6 +537,11 @@ fn f16_ops_parity_avx2() {
 #[test]
 fn f16_ops_parity_simd128() {
     f16_ops_parity(Isa::Simd128);
+}
+
+#[test]
+fn f16_ops_parity_avx_vnni() {
+    f16_ops_parity(Isa::AvxVnni);
 }
 
 #[test]

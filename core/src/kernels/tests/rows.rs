@@ -33,7 +33,7 @@ pub(crate) fn rows_parity(isa: Isa) {
         let (dot, reference) = (k.vec_dot(ty).unwrap(), scalar.vec_dot(ty).unwrap());
         // the x86 one-row kernels sum the blocks in llama.cpp's AVX2 order, not the oracle's
         // (MXFP4's rounding is pinned in `tests::mxfp4`); the wasm ones are the oracle's
-        let one_row_is_oracle = !matches!(isa, Isa::Avx2 | Isa::Avx512);
+        let one_row_is_oracle = !matches!(isa, Isa::Avx2 | Isa::AvxVnni | Isa::Avx512);
         // block counts past the kernels' chunks of prepared activations (256 legacy blocks or
         // 32 super-blocks for one token, a quarter for four)
         let counts: &[usize] = if qk == 256 {
@@ -118,6 +118,11 @@ fn scale_offset(ty: GgmlType) -> usize {
 #[test]
 fn rows_parity_avx2() {
     rows_parity(Isa::Avx2);
+}
+
+#[test]
+fn rows_parity_avx_vnni() {
+    rows_parity(Isa::AvxVnni);
 }
 
 #[test]

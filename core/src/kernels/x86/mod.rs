@@ -1,4 +1,5 @@
-//! x86_64 kernels: AVX2 (+FMA, F16C) and AVX-512 (F/BW/VL, VNNI where present).
+//! x86_64 kernels: AVX2 (+FMA, F16C), AVX-VNNI (AVX2 with the VEX-encoded `vpdpbusd`) and
+//! AVX-512 (F/BW/VL, VNNI where present).
 //!
 //! Every kernel is an `unsafe fn` compiled with `#[target_feature]`; the table holds safe
 //! wrappers, and the `fill_*` functions that install them are `unsafe` with one contract:
@@ -13,18 +14,56 @@ mod avx2_x8_k;
 mod avx2_x8_mxfp4;
 mod avx512;
 mod avx512_few;
-mod avx512_few_k;
 mod avx512_few_pairs;
-mod avx512_gemv;
 mod avx512_x8;
 mod avx512_x8_k;
+mod avx_vnni;
 mod flash_simd;
 mod iq4;
 mod mxfp4;
 mod store_tile;
 mod table4;
+mod vnni_few;
+mod vnni_gemv;
+
+/// The 256-bit VNNI kernels (`vnni_gemv`, `vnni_few`) compiled for AVX-512 VNNI with VL.
+mod avx512_gemv {
+    super::vnni_gemv::vnni_gemv!(
+        "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c",
+        _mm256_dpbusd_epi32
+    );
+}
+
+/// See [`avx512_gemv`]: eight tokens a tile (AVX-512's 32 registers hold them).
+mod avx512_few_k {
+    super::vnni_few::vnni_few!(
+        "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c",
+        _mm256_dpbusd_epi32,
+        avx512_gemv,
+        8,
+        [1, 2, 3, 4, 5, 6, 7, 8]
+    );
+}
+
+/// The same kernels compiled for AVX-VNNI (the VEX-encoded `vpdpbusd`, sixteen registers:
+/// four tokens a tile).
+mod avx_vnni_gemv {
+    super::vnni_gemv::vnni_gemv!("avxvnni,avx2,fma,f16c", _mm256_dpbusd_avx_epi32);
+}
+
+/// See [`avx_vnni_gemv`].
+mod avx_vnni_few {
+    super::vnni_few::vnni_few!(
+        "avxvnni,avx2,fma,f16c",
+        _mm256_dpbusd_avx_epi32,
+        avx_vnni_gemv,
+        4,
+        [1, 2, 3, 4]
+    );
+}
 
 use super::{CpuFeatures, Kernels};
+use crate::quant::interleaved::{GemmX8Fn, GemvX8Fn};
 use crate::quant::GgmlType;
 
 /// Wraps `unsafe fn(usize, &[u8], &[u8]) -> f32` kernels in safe `fn`s of the same name.
@@ -139,6 +178,13 @@ mod avx2_x8_safe {
     safe_gemms!(avx2_x8_mxfp4: gemm_mxfp4);
 }
 
+mod avx_vnni_safe {
+    use super::{avx_vnni, avx_vnni_few, avx_vnni_gemv};
+    safe_gemvs!(avx_vnni_gemv: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k);
+    safe_gemms!(avx_vnni: gemm_q4_0, gemm_q5_0, gemm_q8_0);
+    safe_gemms_multi!(avx_vnni_few: gemm_few_q4_k, gemm_few_q6_k);
+}
+
 mod avx512_safe {
     use super::{avx512, avx512_gemv, avx512_x8, avx512_x8_k};
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
@@ -223,6 +269,42 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_gemm_x8(GgmlType::MXFP4, avx2_x8_safe::gemm_mxfp4);
 }
 
+/// The AVX2 table with the interleaved kernels (matrix × vector and batch) on AVX-VNNI's
+/// `vpdpbusd`; the row dot products and everything else stay AVX2's.
+///
+/// # Safety
+/// The CPU must support AVX-VNNI, AVX2, FMA and F16C.
+pub(super) unsafe fn fill_avx_vnni(k: &mut Kernels, f: &CpuFeatures) {
+    // SAFETY: AVX-VNNI comes here with the AVX2 set (checked by `available`).
+    unsafe { fill_avx2(k, f) };
+    use avx_vnni_safe::*;
+    set_vnni_x8(
+        k,
+        [gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k],
+        [
+            gemm_q4_0,
+            gemm_q5_0,
+            gemm_q8_0,
+            gemm_few_q4_k,
+            gemm_few_q6_k,
+        ],
+    );
+}
+
+/// Installs the interleaved kernels of the formats with VNNI ones, Q4_0, Q5_0, Q8_0, Q4_K
+/// and Q6_K in that order: matrix × vector `gemv`, batch `gemm`.
+fn set_vnni_x8(k: &mut Kernels, gemv: [GemvX8Fn; 5], gemm: [GemmX8Fn; 5]) {
+    use GgmlType::*;
+    for ((ty, gemv), gemm) in [Q4_0, Q5_0, Q8_0, Q4_K, Q6_K]
+        .into_iter()
+        .zip(gemv)
+        .zip(gemm)
+    {
+        k.set_gemv_x8(ty, gemv);
+        k.set_gemm_x8(ty, gemm);
+    }
+}
+
 /// # Safety
 /// The CPU must support AVX-512 F, BW and VL, plus AVX2, FMA and F16C; VNNI kernels are
 /// installed only when `f` has `Avx512vnni`, meaning the CPU has it.
@@ -262,16 +344,11 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         // the AVX2 kernel of several tokens has not been measured against this one-row
         // kernel per token on an AVX-512 machine (and would run decode on AVX2 too)
         k.clear_vec_dot_rows(GgmlType::MXFP4);
-        k.set_gemv_x8(GgmlType::Q4_0, gemv_q4_0);
-        k.set_gemv_x8(GgmlType::Q5_0, gemv_q5_0);
-        k.set_gemv_x8(GgmlType::Q8_0, gemv_q8_0);
-        k.set_gemv_x8(GgmlType::Q4_K, gemv_q4_k);
-        k.set_gemv_x8(GgmlType::Q6_K, gemv_q6_k);
-        k.set_gemm_x8(GgmlType::Q4_0, gemm_q4_0);
-        k.set_gemm_x8(GgmlType::Q5_0, gemm_q5_0);
-        k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
-        k.set_gemm_x8(GgmlType::Q4_K, gemm_q4_k);
-        k.set_gemm_x8(GgmlType::Q6_K, gemm_q6_k);
+        set_vnni_x8(
+            k,
+            [gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k],
+            [gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k],
+        );
         // MXFP4 keeps the AVX2 interleaved kernels (no AVX-512 variant yet; the `safe_gemms`
         // wrapper runs its one-group batch kernel over any number of groups)
         // quads of groups for the legacy formats (a pair of pairs for the k-quants)

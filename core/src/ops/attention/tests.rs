@@ -126,10 +126,16 @@ fn flash_tiles_match_naive_attention_on_every_isa() {
     use flash::{FlashScratch, Tile};
 
     let scalar = Kernels::scalar();
-    let tables: Vec<Kernels> = [Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Simd128]
-        .into_iter()
-        .filter_map(table_or_skip)
-        .collect();
+    let tables: Vec<Kernels> = [
+        Isa::Avx2,
+        Isa::AvxVnni,
+        Isa::Avx512,
+        Isa::Neon,
+        Isa::Simd128,
+    ]
+    .into_iter()
+    .filter_map(table_or_skip)
+    .collect();
     // (heads, kv heads, dk, dv, softcap, sliding window, sinks)
     let cases = [
         (4, 2, 64, 32, Some(30.0f32), 0, false),
