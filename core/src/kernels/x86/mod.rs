@@ -11,6 +11,7 @@ mod avx2_quant;
 mod avx2_x8;
 mod avx2_x8_k;
 mod avx2_x8_mxfp4;
+mod avx2_x8_q5k;
 mod avx512;
 mod avx512_few;
 mod avx512_few_k;
@@ -130,10 +131,12 @@ macro_rules! safe_gemms_multi {
 }
 
 mod avx2_x8_safe {
-    use super::{avx2_x8, avx2_x8_k, avx2_x8_mxfp4};
+    use super::{avx2_x8, avx2_x8_k, avx2_x8_mxfp4, avx2_x8_q5k};
     safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0);
     safe_gemvs!(avx2_x8_k: gemv_q4_k, gemv_q6_k);
     safe_gemvs!(avx2_x8_mxfp4: gemv_mxfp4);
+    safe_gemvs!(avx2_x8_q5k: gemv_q5_k);
+    safe_gemms!(avx2_x8_q5k: gemm_q5_k);
     safe_gemms!(avx2_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
     safe_gemms!(avx2_x8_k: gemm_q4_k, gemm_q6_k);
     safe_gemms!(avx2_x8_mxfp4: gemm_mxfp4);
@@ -219,6 +222,8 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_gemm_x8(GgmlType::Q8_0, avx2_x8_safe::gemm_q8_0);
     k.set_gemm_x8(GgmlType::Q4_K, avx2_x8_safe::gemm_q4_k);
     k.set_gemm_x8(GgmlType::Q6_K, avx2_x8_safe::gemm_q6_k);
+    k.set_gemv_x8(GgmlType::Q5_K, avx2_x8_safe::gemv_q5_k);
+    k.set_gemm_x8(GgmlType::Q5_K, avx2_x8_safe::gemm_q5_k);
     k.set_gemv_x8(GgmlType::MXFP4, avx2_x8_safe::gemv_mxfp4);
     k.set_gemm_x8(GgmlType::MXFP4, avx2_x8_safe::gemm_mxfp4);
 }
