@@ -147,7 +147,7 @@ mod avx512_safe {
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
     safe_gemvs!(avx512_gemv: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k);
     safe_gemms_multi!(avx512_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
-    safe_gemms_multi!(avx512_x8_k: gemm_q4_k, gemm_q6_k);
+    safe_gemms_multi!(avx512_x8_k: gemm_q4_k, gemm_q5_k, gemm_q6_k);
 }
 
 /// # Safety
@@ -277,6 +277,8 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
         k.set_gemm_x8(GgmlType::Q8_0, gemm_q8_0);
         k.set_gemm_x8(GgmlType::Q4_K, gemm_q4_k);
         k.set_gemm_x8(GgmlType::Q6_K, gemm_q6_k);
+        // Q5_K keeps the AVX2 matrix × vector kernel
+        k.set_gemm_x8(GgmlType::Q5_K, gemm_q5_k);
         // MXFP4 keeps the AVX2 interleaved kernels (no AVX-512 variant yet; the `safe_gemms`
         // wrapper runs its one-group batch kernel over any number of groups)
         // quads of groups for the legacy formats (a pair of pairs for the k-quants)
