@@ -1,7 +1,7 @@
 //! AArch64 kernels: NEON (every ARMv8-A CPU), with SDOT builds of the integer kernels for
 //! CPUs that have the dot-product extension (`dotprod`, ARMv8.2+). With dotprod the table
 //! also gets the kernels over the interleaved weight layouts (`neon_x8`: Q4_0, Q5_0, Q8_0;
-//! `neon_x8_k`: Q4_K, Q6_K), so such weights are repacked at load; without it, none (the
+//! `neon_x8_k`: Q4_K, Q5_K, Q6_K), so such weights are repacked at load; without it, none (the
 //! weights keep ggml's row layout and the row kernels above).
 //!
 //! As on x86, every kernel is an `unsafe fn` compiled with `#[target_feature]`; the table holds
@@ -88,6 +88,7 @@ safe_x8!(neon_x8:
 );
 safe_x8!(neon_x8_k:
     gemv_q4_k, gemm_q4_k;
+    gemv_q5_k, gemm_q5_k;
     gemv_q6_k, gemm_q6_k;
 );
 
@@ -129,6 +130,8 @@ pub(super) unsafe fn fill_neon(k: &mut Kernels, f: &CpuFeatures) {
         k.set_gemm_x8(Q8_0, gemm_q8_0);
         k.set_gemm_x8(Q4_K, gemm_q4_k);
         k.set_gemm_x8(Q6_K, gemm_q6_k);
+        k.set_gemv_x8(Q5_K, gemv_q5_k);
+        k.set_gemm_x8(Q5_K, gemm_q5_k);
     } else {
         k.set_vec_dot(Q4_0, dot_q4_0);
         k.set_vec_dot(Q4_1, dot_q4_1);

@@ -1,8 +1,11 @@
-//! NEON + SDOT kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8); see
+//! NEON + SDOT kernels over the interleaved k-quant layouts (Q4_K × 8, Q5_K × 8, Q6_K × 8); see
 //! `neon_x8.rs` for the scheme. Per super-block and token a block function returns the eight
 //! rows' float terms, `d * d8 * isum - dmin * d8 * msum` from exact integer sums, rounded as
 //! `quant::kquants::dot_q8_k` rounds them, and the drivers add them up super-block after
 //! super-block (`sum += term`), so the results are the scalar kernel's bit for bit.
+//!
+//! Q5_K × 8 is Q4_K × 8 followed by the fifth bits (`quant::interleaved::q5_k`): its kernels
+//! are Q4_K's with each nibble's fifth bit ORed in (5-bit values, still non-negative int8).
 //!
 //! Each 32-element sub-block (Q4_K) or 16-element group (Q6_K) is summed on its own (one
 //! `SDOT` chain per token and half), then multiplied by the rows' scales (`MLA`). For a tile
@@ -18,7 +21,7 @@ use core::arch::aarch64::*;
 use super::neon_x8::{
     by_tile, check_batch, dot4, ld, ld_s8, opaque, scales8, sdot_lane, store, unroll, TILE,
 };
-use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
+use crate::quant::interleaved::{q4_k, q5_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
 
@@ -58,9 +61,37 @@ fn term(d: float32x4_t, d8: f32, isum: int32x4_t) -> float32x4_t {
     unsafe { vmulq_f32(vmulq_n_f32(d, d8), vcvtq_f32_s32(isum)) }
 }
 
-// ---- Q4_K ----
+// ---- Q4_K, Q5_K ----
 
-struct Q4K;
+/// Q4_K × 8, or with `Q5` Q5_K × 8 (the same bytes and the fifth bits after them).
+struct Q4K<const Q5: bool = false>;
+type Q5K = Q4K<true>;
+
+/// With `Q5`, `q` (nibbles of sub-block `j`, half `h` of quant chunk `8(j / 2) + c`) with
+/// their fifth bits: bit `j` of qh chunk `c` moved to bit 4. Without, `q`.
+///
+/// # Safety
+/// With `Q5`, `p` must point at a Q5_K × 8 group block; `c < 8`, `h < 2`.
+#[inline(always)]
+unsafe fn with_fifth<const Q5: bool>(
+    q: uint8x16_t,
+    p: *const u8,
+    j: usize,
+    c: usize,
+    h: usize,
+) -> uint8x16_t {
+    if !Q5 {
+        return q;
+    }
+    // SAFETY: half h of qh chunk c < 8 of the group block (the caller's contract); plain
+    // NEON, which every caller (a `neon,dotprod` kernel) enables.
+    unsafe {
+        let qh = ld(p.add(q5_k::QH + 32 * c + 16 * h));
+        // a negative count shifts right
+        let moved = vshlq_u8(qh, vdupq_n_s8(4 - j as i8));
+        vorrq_u8(q, vandq_u8(moved, vdupq_n_u8(0x10)))
+    }
+}
 
 /// Sub-block `J` of a Q4_K × 8 super-block against `T` tokens: `isum[t][h] += scale_J ·
 /// Σ q·y`. Chunks `8k..8k + 8` (`k = J / 2`) hold sub-block `2k` in their low nibbles and
@@ -70,9 +101,10 @@ struct Q4K;
 /// reads the even one's chunks again.
 ///
 /// # Safety
-/// `p` must point at a Q4_K × 8 group block; the CPU must support dotprod.
+/// `p` must point at a Q4_K × 8 group block (with `Q5`, a Q5_K × 8 one); the CPU must support
+/// dotprod.
 #[inline(always)]
-unsafe fn q4_k_sub_block<const T: usize, const J: usize>(
+unsafe fn q4_k_sub_block<const T: usize, const J: usize, const Q5: bool>(
     p: *const u8,
     ys: &[&BlockQ8K; T],
     sc: &[[uint8x16_t; 2]; 2],
@@ -101,7 +133,7 @@ unsafe fn q4_k_sub_block<const T: usize, const J: usize>(
                     } else {
                         vshrq_n_u8::<4>(x)
                     };
-                    *w = vreinterpretq_s8_u8(q);
+                    *w = vreinterpretq_s8_u8(with_fifth::<Q5>(q, p, J, c % 8, H));
                 }
                 for (s, y) in s.iter_mut().zip(y) {
                     s[H] = dot4(s[H], w, y);
@@ -125,7 +157,7 @@ unsafe fn q4_k_sub_block<const T: usize, const J: usize>(
 /// # Safety
 /// As [`q4_k_sub_block`].
 #[inline(always)]
-unsafe fn q4_k_chunks<const T: usize, const K: usize>(
+unsafe fn q4_k_chunks<const T: usize, const K: usize, const Q5: bool>(
     p: *const u8,
     ys: &[&BlockQ8K; T],
     sc: &[[uint8x16_t; 2]; 2],
@@ -147,8 +179,11 @@ unsafe fn q4_k_chunks<const T: usize, const K: usize>(
                 unroll!(I in [0, 1, 2, 3] {
                     let c = 8 * K + 4 * QUARTER + I;
                     let x = ld(p.add(q4_k::QS + 32 * c + 16 * H));
-                    let lo = vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(0x0F)));
-                    let hi = vreinterpretq_s8_u8(vshrq_n_u8::<4>(x));
+                    let lo = vandq_u8(x, vdupq_n_u8(0x0F));
+                    let hi = vshrq_n_u8::<4>(x);
+                    let c = c % 8;
+                    let lo = vreinterpretq_s8_u8(with_fifth::<Q5>(lo, p, 2 * K, c, H));
+                    let hi = vreinterpretq_s8_u8(with_fifth::<Q5>(hi, p, 2 * K + 1, c, H));
                     for (s, y) in s.iter_mut().zip(y) {
                         s[0][H] = sdot_lane::<{ I as i32 }>(s[0][H], lo, y[0]);
                         s[1][H] = sdot_lane::<{ I as i32 }>(s[1][H], hi, y[1]);
@@ -166,8 +201,12 @@ unsafe fn q4_k_chunks<const T: usize, const K: usize>(
     }
 }
 
-impl KQuantX8 for Q4K {
-    const GROUP_BLOCK: usize = q4_k::GROUP_BLOCK;
+impl<const Q5: bool> KQuantX8 for Q4K<Q5> {
+    const GROUP_BLOCK: usize = if Q5 {
+        q5_k::GROUP_BLOCK
+    } else {
+        q4_k::GROUP_BLOCK
+    };
 
     #[inline(always)]
     unsafe fn block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [[float32x4_t; 2]; T] {
@@ -196,19 +235,19 @@ impl KQuantX8 for Q4K {
             // isum = Σ_j scale_j · Σ q·y over the eight sub-blocks
             let mut isum = [[vdupq_n_s32(0); 2]; T];
             if T <= 2 {
-                q4_k_chunks::<T, 0>(p, &ys, &sc, &mut isum);
-                q4_k_chunks::<T, 1>(p, &ys, &sc, &mut isum);
-                q4_k_chunks::<T, 2>(p, &ys, &sc, &mut isum);
-                q4_k_chunks::<T, 3>(p, &ys, &sc, &mut isum);
+                q4_k_chunks::<T, 0, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_chunks::<T, 1, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_chunks::<T, 2, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_chunks::<T, 3, Q5>(p, &ys, &sc, &mut isum);
             } else {
-                q4_k_sub_block::<T, 0>(p, &ys, &sc, &mut isum);
-                q4_k_sub_block::<T, 1>(p, &ys, &sc, &mut isum);
-                q4_k_sub_block::<T, 2>(p, &ys, &sc, &mut isum);
-                q4_k_sub_block::<T, 3>(p, &ys, &sc, &mut isum);
-                q4_k_sub_block::<T, 4>(p, &ys, &sc, &mut isum);
-                q4_k_sub_block::<T, 5>(p, &ys, &sc, &mut isum);
-                q4_k_sub_block::<T, 6>(p, &ys, &sc, &mut isum);
-                q4_k_sub_block::<T, 7>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 0, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 1, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 2, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 3, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 4, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 5, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 6, Q5>(p, &ys, &sc, &mut isum);
+                q4_k_sub_block::<T, 7, Q5>(p, &ys, &sc, &mut isum);
             }
 
             // msum = Σ_j min_j · b_j with b_j = bsum[2j] + bsum[2j + 1] (|b_j| <= 32 · 128),
@@ -570,5 +609,6 @@ macro_rules! kquant_kernels {
 
 kquant_kernels! {
     Q4K => gemv_q4_k, gemm_q4_k;
+    Q5K => gemv_q5_k, gemm_q5_k;
     Q6K => gemv_q6_k, gemm_q6_k;
 }

@@ -28,10 +28,14 @@ pub(crate) fn interleaved_parity(isa: Isa) {
             // 7 groups: a quad, a pair and a single one for the AVX-512 batch kernels
             for groups in [1, 3, 7] {
                 let rows = groups * interleaved::ROWS;
-                // case 6: Q8_0 activations of only -127 and 127 (the quantizer's range), the
-                // bounds of the kernels' i16 sums (the AVX2 Q4_0 offsets,
-                // `interleaved::q4_0_offset`)
-                let cases = if at == GgmlType::Q8_0 { 7 } else { 6 };
+                // case 6: Q8_0 or Q8_K activations of only -127 and 127 (the quantizer's
+                // range), the bounds of the kernels' i16 sums (the AVX2 Q4_0 offsets,
+                // `interleaved::q4_0_offset`; Q5_K's 5-bit products)
+                let cases = if at == GgmlType::Q8_0 || at == GgmlType::Q8_K {
+                    7
+                } else {
+                    6
+                };
                 for case in 0..cases {
                     let mut w = Vec::new();
                     for r in 0..rows {
@@ -51,10 +55,15 @@ pub(crate) fn interleaved_parity(isa: Isa) {
                         } else if case == 6 {
                             let mut a = raw_row(&mut rng, at, n);
                             let bias = rng.next_u64();
+                            let q8_k = at == GgmlType::Q8_K;
+                            let qs = if q8_k { 4..260 } else { 2..34 };
                             for blk in a.chunks_exact_mut(at.block_bytes()) {
-                                for q in &mut blk[2..] {
+                                for q in &mut blk[qs.clone()] {
                                     let low = rng.next_u64() % 4 < 1 + bias % 3;
                                     *q = if low { 0x81 } else { 0x7F };
+                                }
+                                if q8_k {
+                                    super::q8_k_bsums(blk);
                                 }
                             }
                             a

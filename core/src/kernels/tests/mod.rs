@@ -150,14 +150,7 @@ fn raw_row(rng: &mut Rng, ty: GgmlType, n: usize) -> Vec<u8> {
                 }
             }
             if ty == GgmlType::Q8_K {
-                // bsums must be the true group sums, as the quantizer writes them
-                for g in 0..16 {
-                    let s: i32 = blk[4 + 16 * g..4 + 16 * (g + 1)]
-                        .iter()
-                        .map(|&q| q as i8 as i32)
-                        .sum();
-                    blk[260 + 2 * g..262 + 2 * g].copy_from_slice(&(s as i16).to_le_bytes());
-                }
+                q8_k_bsums(blk);
                 let d = (rng.next_f64() as f32 - 0.5) * 0.02;
                 blk[0..4].copy_from_slice(&d.to_le_bytes());
             }
@@ -168,6 +161,17 @@ fn raw_row(rng: &mut Rng, ty: GgmlType, n: usize) -> Vec<u8> {
         b = quantized(&Kernels::scalar(), ty, &x);
     }
     b
+}
+
+/// A Q8_K block's bsums made the true group sums of its quants, as the quantizer writes them.
+fn q8_k_bsums(blk: &mut [u8]) {
+    for g in 0..16 {
+        let s: i32 = blk[4 + 16 * g..4 + 16 * (g + 1)]
+            .iter()
+            .map(|&q| q as i8 as i32)
+            .sum();
+        blk[260 + 2 * g..262 + 2 * g].copy_from_slice(&(s as i16).to_le_bytes());
+    }
 }
 
 /// Scale of the terms summed, for a tolerance relative to the accumulation's magnitude.

@@ -6,6 +6,7 @@ use core::arch::x86_64::*;
 
 use super::avx2::{ld128, ld256};
 use super::avx2_x8::{arr, bcast4, by_token_count, prefetch_far, scales8, token_tiles};
+use super::avx2_x8_q5k::fifth_bits;
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
@@ -106,10 +107,11 @@ macro_rules! kquant_gemm {
         }
     };
 }
+pub(super) use kquant_gemm;
 
-kquant_gemv!("avx2,fma,f16c": gemv_q4_k, q4_k_block::<1>, q4_k::GROUP_BLOCK);
+kquant_gemv!("avx2,fma,f16c": gemv_q4_k, q4_k_block::<1, false>, q4_k::GROUP_BLOCK);
 kquant_gemv!("avx2,fma,f16c": gemv_q6_k, q6_k_block::<1>, q6_k::GROUP_BLOCK);
-kquant_gemm!(gemm_q4_k, gemm_q4_k_t, q4_k_block, q4_k::GROUP_BLOCK);
+kquant_gemm!(gemm_q4_k, gemm_q4_k_t, q4_k_block_4, q4_k::GROUP_BLOCK);
 kquant_gemm!(gemm_q6_k, gemm_q6_k_t, q6_k_block, q6_k::GROUP_BLOCK);
 
 /// A `vpshufb` control applying `pat` (byte indices within a 32-bit lane, -1 for zero) to
@@ -193,11 +195,28 @@ pub(super) fn q4_k_scale_i32(scales: &[__m256i; 2], j: usize) -> __m256i {
     shuffle(scales[j / 4], &BYTE_I32[j % 4])
 }
 
+/// [`q4_k_block`] of Q4_K (the batch kernels' block function).
+///
 /// # Safety
-/// `p` must point at a Q4_K × 8 group block (1152 bytes).
+/// As [`q4_k_block`].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m256; T] {
+unsafe fn q4_k_block_4<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m256; T] {
+    // SAFETY: the caller's contract.
+    unsafe { q4_k_block::<T, false>(p, ys) }
+}
+
+/// A Q4_K × 8 super-block's float terms against the tokens, or with `Q5` a Q5_K × 8 one's
+/// (the same bytes, and the fifth bits after them: `avx2_x8_q5k`).
+///
+/// # Safety
+/// `p` must point at a Q4_K × 8 group block (1152 bytes), with `Q5` a Q5_K × 8 one (1408).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q4_k_block<const T: usize, const Q5: bool>(
+    p: *const u8,
+    ys: [&BlockQ8K; T],
+) -> [__m256; T] {
     let low4 = _mm256_set1_epi8(0x0F);
     // SAFETY: the caller's contract.
     let scales = unsafe { q4_k_scales(p) };
@@ -209,14 +228,14 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
     let mut isum = [_mm256_setzero_si256(); T];
     // SAFETY: each sub-block reads its part of the group block at `p` (the caller's contract).
     unsafe {
-        q4_k_sub_block::<T, 0>(p, &ys, &scales, low4, &mut isum);
-        q4_k_sub_block::<T, 1>(p, &ys, &scales, low4, &mut isum);
-        q4_k_sub_block::<T, 2>(p, &ys, &scales, low4, &mut isum);
-        q4_k_sub_block::<T, 3>(p, &ys, &scales, low4, &mut isum);
-        q4_k_sub_block::<T, 4>(p, &ys, &scales, low4, &mut isum);
-        q4_k_sub_block::<T, 5>(p, &ys, &scales, low4, &mut isum);
-        q4_k_sub_block::<T, 6>(p, &ys, &scales, low4, &mut isum);
-        q4_k_sub_block::<T, 7>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 0, Q5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 1, Q5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 2, Q5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 3, Q5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 4, Q5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 5, Q5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 6, Q5>(p, &ys, &scales, low4, &mut isum);
+        q4_k_sub_block::<T, 7, Q5>(p, &ys, &scales, low4, &mut isum);
     }
     // SAFETY: the caller's contract.
     unsafe { q4_k_terms(p, ys, isum) }
@@ -225,13 +244,15 @@ unsafe fn q4_k_block<const T: usize>(p: *const u8, ys: [&BlockQ8K; T]) -> [__m25
 /// Sub-block `J` of a Q4_K × 8 group block against the tokens: `isum[t] += scale_J ·
 /// Σ q·y`. Chunks 8k..8k+8 hold sub-block 2k in their low nibbles and 2k + 1 in their high
 /// ones (k = J / 2); unsigned nibbles × y are summed in i16 (8 × 2·15·128 < 2^15), then
-/// scaled with `vpmaddwd`.
+/// scaled with `vpmaddwd`. With `Q5`, each nibble takes its fifth bit (Q5_K), and 5-bit
+/// values × y fill the i16 sums in four chunks (4 × 2·31·128 < 2^15): they are scaled
+/// after each half.
 ///
 /// # Safety
-/// `p` must point at a Q4_K × 8 group block (1152 bytes).
+/// `p` must point at a Q4_K × 8 group block (1152 bytes), with `Q5` a Q5_K × 8 one.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q4_k_sub_block<const T: usize, const J: usize>(
+unsafe fn q4_k_sub_block<const T: usize, const J: usize, const Q5: bool>(
     p: *const u8,
     ys: &[&BlockQ8K; T],
     scales: &[__m256i; 2],
@@ -239,6 +260,7 @@ unsafe fn q4_k_sub_block<const T: usize, const J: usize>(
     isum: &mut [__m256i; T],
 ) {
     let k = J / 2;
+    let sc = q4_k_scale(scales, J);
     let mut s = [_mm256_setzero_si256(); T];
     for c in 0..8 {
         let l = 64 * k + 32 * (J % 2) + 4 * c;
@@ -249,15 +271,23 @@ unsafe fn q4_k_sub_block<const T: usize, const J: usize>(
         } else {
             _mm256_and_si256(x, low4)
         };
+        // SAFETY: qh chunk c < 8 of the Q5_K × 8 group block (the caller's contract).
+        let q = if Q5 {
+            _mm256_or_si256(q, unsafe { fifth_bits::<J>(p, c) })
+        } else {
+            q
+        };
         for t in 0..T {
             // SAFETY: activation bytes l..l+4 of the 256.
             let y = unsafe { bcast4(ys[t].qs.as_ptr().add(l)) };
             s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(q, y));
         }
-    }
-    let sc = q4_k_scale(scales, J);
-    for t in 0..T {
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s[t], sc));
+        if c == 7 || (Q5 && c == 3) {
+            for t in 0..T {
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s[t], sc));
+                s[t] = _mm256_setzero_si256();
+            }
+        }
     }
 }
 

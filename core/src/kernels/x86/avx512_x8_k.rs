@@ -1,4 +1,5 @@
-//! AVX-512 VNNI batch kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8).
+//! AVX-512 VNNI batch kernels over the interleaved k-quant layouts (Q4_K × 8, Q5_K × 8,
+//! Q6_K × 8). Q5_K is decoded as Q4_K with each nibble's fifth bit ORed in.
 //!
 //! Pairs of groups run on 512-bit vectors (lanes 0-7: the first group's rows, 8-15: the
 //! second's), and Q4_K's quads of groups on two of them, so each activation broadcast feeds
@@ -20,7 +21,7 @@ use super::avx2::ld256;
 use super::avx2_x8::scales8;
 use super::avx512_x8::{by_tile_count, join, join_ps, load_sums, store_sums};
 use super::{avx512_few, avx512_few_k};
-use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
+use crate::quant::interleaved::{q4_k, q5_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
 
@@ -126,10 +127,29 @@ fn byte_pair(v: __m512i, h: u32) -> __m512i {
     )
 }
 
-struct Q4K;
+/// Bit `j` of each byte of `qh` as 16 or 0 (the 16-bit shifts bring no set bit across a
+/// byte into bit 4: only bit 4 is kept).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+fn fifth_bit(qh: __m512i, j: usize) -> __m512i {
+    let moved = if j < 4 {
+        _mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - j as i32))
+    } else {
+        _mm512_srl_epi16(qh, _mm_cvtsi32_si128(j as i32 - 4))
+    };
+    _mm512_and_si512(moved, _mm512_set1_epi8(0x10))
+}
 
-impl Format for Q4K {
-    const GROUP_BLOCK: usize = q4_k::GROUP_BLOCK;
+/// Q4_K × 8, or with `Q5` Q5_K × 8 (the same bytes, and the fifth bits after them).
+struct Q4K<const Q5: bool = false>;
+type Q5K = Q4K<true>;
+
+impl<const Q5: bool> Format for Q4K<Q5> {
+    const GROUP_BLOCK: usize = if Q5 {
+        q5_k::GROUP_BLOCK
+    } else {
+        q4_k::GROUP_BLOCK
+    };
     const GROUP_VECTORS: usize = 8;
     const PAIRS: usize = 4;
     const QUADS: bool = true;
@@ -146,6 +166,13 @@ impl Format for Q4K {
             let j = 16 * (c / 8) + c % 8;
             out.q[j] = _mm512_and_si512(x, low4);
             out.q[j + 8] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+            if Q5 {
+                // sub-blocks 2(c/8) and 2(c/8) + 1: bits 2(c/8), 2(c/8) + 1 of qh chunk c % 8
+                // SAFETY: qh chunk c % 8 of both groups (the caller's contract: Q5_K blocks).
+                let qh = unsafe { ld_pair(p0, p1, q5_k::QH + 32 * (c % 8)) };
+                out.q[j] = _mm512_or_si512(out.q[j], fifth_bit(qh, 2 * (c / 8)));
+                out.q[j + 8] = _mm512_or_si512(out.q[j + 8], fifth_bit(qh, 2 * (c / 8) + 1));
+            }
         }
         // lane r of v_i: bytes 4i..4i+4 of row r's packed scales (`scale_min_k4`)
         // SAFETY: the three scale vectors of both groups.
@@ -469,6 +496,16 @@ pub(super) fn gemm_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[
         return avx512_few_k::gemm_few_q4_k(cols, w, acts, out);
     }
     gemm_groups::<Q4K>(cols, w, acts, out)
+}
+
+/// Q5_K: a few tokens run the AVX2 kernel (no AVX-512 one of a few tokens yet; the same bits).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(super) fn gemm_q5_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
+    if acts.len() <= avx512_few::FEW_KQUANT_TOKENS {
+        // AVX-512 comes with the AVX2 set here (`fill_avx512`'s contract)
+        return super::avx2_x8_safe::gemm_q5_k(cols, w, acts, out);
+    }
+    gemm_groups::<Q5K>(cols, w, acts, out)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]

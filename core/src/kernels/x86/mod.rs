@@ -12,6 +12,7 @@ mod avx2_quant;
 mod avx2_x8;
 mod avx2_x8_k;
 mod avx2_x8_mxfp4;
+mod avx2_x8_q5k;
 mod avx512;
 mod avx512_few;
 mod avx512_few_pairs;
@@ -169,10 +170,12 @@ macro_rules! safe_gemms_multi {
 }
 
 mod avx2_x8_safe {
-    use super::{avx2_x8, avx2_x8_k, avx2_x8_mxfp4};
+    use super::{avx2_x8, avx2_x8_k, avx2_x8_mxfp4, avx2_x8_q5k};
     safe_gemvs!(avx2_x8: gemv_q4_0, gemv_q5_0, gemv_q8_0);
     safe_gemvs!(avx2_x8_k: gemv_q4_k, gemv_q6_k);
     safe_gemvs!(avx2_x8_mxfp4: gemv_mxfp4);
+    safe_gemvs!(avx2_x8_q5k: gemv_q5_k);
+    safe_gemms!(avx2_x8_q5k: gemm_q5_k);
     safe_gemms!(avx2_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
     safe_gemms!(avx2_x8_k: gemm_q4_k, gemm_q6_k);
     safe_gemms!(avx2_x8_mxfp4: gemm_mxfp4);
@@ -190,7 +193,7 @@ mod avx512_safe {
     super::safe_dots!(avx512: dot_q4_0, dot_q5_0, dot_q8_0, dot_q4_k, dot_q6_k);
     safe_gemvs!(avx512_gemv: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k);
     safe_gemms_multi!(avx512_x8: gemm_q4_0, gemm_q5_0, gemm_q8_0);
-    safe_gemms_multi!(avx512_x8_k: gemm_q4_k, gemm_q6_k);
+    safe_gemms_multi!(avx512_x8_k: gemm_q4_k, gemm_q5_k, gemm_q6_k);
 }
 
 /// # Safety
@@ -265,6 +268,8 @@ pub(super) unsafe fn fill_avx2(k: &mut Kernels, _f: &CpuFeatures) {
     k.set_gemm_x8(GgmlType::Q8_0, avx2_x8_safe::gemm_q8_0);
     k.set_gemm_x8(GgmlType::Q4_K, avx2_x8_safe::gemm_q4_k);
     k.set_gemm_x8(GgmlType::Q6_K, avx2_x8_safe::gemm_q6_k);
+    k.set_gemv_x8(GgmlType::Q5_K, avx2_x8_safe::gemv_q5_k);
+    k.set_gemm_x8(GgmlType::Q5_K, avx2_x8_safe::gemm_q5_k);
     k.set_gemv_x8(GgmlType::MXFP4, avx2_x8_safe::gemv_mxfp4);
     k.set_gemm_x8(GgmlType::MXFP4, avx2_x8_safe::gemm_mxfp4);
 }
@@ -349,6 +354,8 @@ pub(super) unsafe fn fill_avx512(k: &mut Kernels, f: &CpuFeatures) {
             [gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k],
             [gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k],
         );
+        // Q5_K keeps the AVX2 matrix × vector kernel
+        k.set_gemm_x8(GgmlType::Q5_K, gemm_q5_k);
         // MXFP4 keeps the AVX2 interleaved kernels (no AVX-512 variant yet; the `safe_gemms`
         // wrapper runs its one-group batch kernel over any number of groups)
         // quads of groups for the legacy formats (a pair of pairs for the k-quants)

@@ -20,6 +20,7 @@
 //! | Q4_0 | 144 bytes | `d[8]` f16, then `qs[c][r][4]` for chunks `c < 4` (byte `k`: elements `k`, `k+16`) |
 //! | Q5_0 | 176 bytes | `d[8]`, `qh[c][r]` (bits 0-3: elements `4c..4c+4`, bits 4-7: `16+4c..`), Q4_0's `qs` |
 //! | Q4_K | 1152 bytes | `d[8]`, `dmin[8]` f16, `scales[i][r][4]` (`i < 3`: the packed 12 bytes), `qs[c][r][4]` for `c < 32` |
+//! | Q5_K | 1408 bytes | Q4_K's 1152 (its low nibbles), then `qh[c][r][4]` for `c < 8` (bit `J` of byte `i`: the fifth bit of sub-block `J`'s element `4c + i`) |
 //! | Q6_K | 1680 bytes | `d[8]` f16, `scales[p][r][2]` (scales `2p`, `2p+1`), then per triple `t < 16` `x[r][4]`, `y[r][4]`, `z[r][4]`: three 6-bit quants (elements `128n+l`, `+32`, `+64` for `t = 8n + l/4`) in the low bits, element `128n+96+l` in the top two of each |
 //! | MXFP4 | 136 bytes | `e[8]` (E8M0 bytes), then `qs[c][r][4]` for chunks `c < 4` (byte `k`: elements `k`, `k+16`) |
 
@@ -27,6 +28,7 @@ pub(crate) mod mxfp4;
 pub(crate) mod q4_0;
 pub(crate) mod q4_k;
 pub(crate) mod q5_0;
+pub(crate) mod q5_k;
 pub(crate) mod q6_k;
 pub(crate) mod q8_0;
 
@@ -215,6 +217,7 @@ pub fn supported(ty: GgmlType) -> bool {
             | GgmlType::Q5_0
             | GgmlType::Q8_0
             | GgmlType::Q4_K
+            | GgmlType::Q5_K
             | GgmlType::Q6_K
             | GgmlType::MXFP4
     )
@@ -228,6 +231,7 @@ fn group_fns(ty: GgmlType) -> Option<(GroupFn, GroupFn)> {
         GgmlType::Q5_0 => (q5_0::repack, q5_0::unpack),
         GgmlType::Q8_0 => (q8_0::repack, q8_0::unpack),
         GgmlType::Q4_K => (q4_k::repack, q4_k::unpack),
+        GgmlType::Q5_K => (q5_k::repack, q5_k::unpack),
         GgmlType::Q6_K => (q6_k::repack, q6_k::unpack),
         GgmlType::MXFP4 => (mxfp4::repack, mxfp4::unpack),
         _ => return None,

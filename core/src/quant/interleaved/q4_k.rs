@@ -21,45 +21,56 @@ const ROW_QS: usize = 16;
 
 pub(super) fn repack(src: &[u8], dst: &mut [u8], row_bytes: usize) {
     for (b, out) in dst.chunks_exact_mut(GROUP_BLOCK).enumerate() {
-        let at = b * BLOCK;
-        for r in 0..ROWS {
-            let row = &src[r * row_bytes + at..][..4];
-            out[D + 2 * r..][..2].copy_from_slice(&row[..2]);
-            out[DMIN + 2 * r..][..2].copy_from_slice(&row[2..]);
-        }
-        for i in 0..3 {
-            let dst = &mut out[SCALES + 32 * i..][..32];
-            gather_chunk(src, row_bytes, at + ROW_SCALES + 4 * i, dst);
-        }
-        for c in 0..32 {
-            gather_chunk(
-                src,
-                row_bytes,
-                at + ROW_QS + 4 * c,
-                &mut out[QS + 32 * c..][..32],
-            );
-        }
+        repack_block(src, out, row_bytes, b * BLOCK, ROW_QS);
     }
 }
 
 pub(super) fn unpack(src: &[u8], dst: &mut [u8], row_bytes: usize) {
     for (b, g) in src.chunks_exact(GROUP_BLOCK).enumerate() {
-        let at = b * BLOCK;
-        for r in 0..ROWS {
-            let row = &mut dst[r * row_bytes + at..][..4];
-            row[..2].copy_from_slice(&g[D + 2 * r..][..2]);
-            row[2..].copy_from_slice(&g[DMIN + 2 * r..][..2]);
-        }
-        for i in 0..3 {
-            scatter_chunk(
-                &g[SCALES + 32 * i..][..32],
-                row_bytes,
-                at + ROW_SCALES + 4 * i,
-                dst,
-            );
-        }
-        for c in 0..32 {
-            scatter_chunk(&g[QS + 32 * c..][..32], row_bytes, at + ROW_QS + 4 * c, dst);
-        }
+        unpack_block(g, dst, row_bytes, b * BLOCK, ROW_QS);
+    }
+}
+
+/// The eight rows' super-blocks at byte `at` of each row (their 128 quant bytes at `at +
+/// row_qs`: Q4_K's blocks, or Q5_K's, which add the high bits before them) into the first
+/// [`GROUP_BLOCK`] bytes of `out`.
+pub(super) fn repack_block(src: &[u8], out: &mut [u8], row_bytes: usize, at: usize, row_qs: usize) {
+    for r in 0..ROWS {
+        let row = &src[r * row_bytes + at..][..4];
+        out[D + 2 * r..][..2].copy_from_slice(&row[..2]);
+        out[DMIN + 2 * r..][..2].copy_from_slice(&row[2..]);
+    }
+    for i in 0..3 {
+        let dst = &mut out[SCALES + 32 * i..][..32];
+        gather_chunk(src, row_bytes, at + ROW_SCALES + 4 * i, dst);
+    }
+    for c in 0..32 {
+        gather_chunk(
+            src,
+            row_bytes,
+            at + row_qs + 4 * c,
+            &mut out[QS + 32 * c..][..32],
+        );
+    }
+}
+
+/// The inverse of [`repack_block`]: the first [`GROUP_BLOCK`] bytes of `g` back into the
+/// eight rows.
+pub(super) fn unpack_block(g: &[u8], dst: &mut [u8], row_bytes: usize, at: usize, row_qs: usize) {
+    for r in 0..ROWS {
+        let row = &mut dst[r * row_bytes + at..][..4];
+        row[..2].copy_from_slice(&g[D + 2 * r..][..2]);
+        row[2..].copy_from_slice(&g[DMIN + 2 * r..][..2]);
+    }
+    for i in 0..3 {
+        scatter_chunk(
+            &g[SCALES + 32 * i..][..32],
+            row_bytes,
+            at + ROW_SCALES + 4 * i,
+            dst,
+        );
+    }
+    for c in 0..32 {
+        scatter_chunk(&g[QS + 32 * c..][..32], row_bytes, at + row_qs + 4 * c, dst);
     }
 }

@@ -20,11 +20,12 @@ fn random_rows(ty: GgmlType, rows: usize, cols: usize, seed: u32) -> Vec<u8> {
 }
 
 /// Every format with a layout.
-const TYPES: [GgmlType; 6] = [
+const TYPES: [GgmlType; 7] = [
     GgmlType::Q4_0,
     GgmlType::Q5_0,
     GgmlType::Q8_0,
     GgmlType::Q4_K,
+    GgmlType::Q5_K,
     GgmlType::Q6_K,
     GgmlType::MXFP4,
 ];
@@ -84,7 +85,8 @@ fn repack_rejects_bad_shapes() {
     assert!(repack(GgmlType::Q8_0, 4, 64, &vec![0; 4 * rb]).is_err());
     assert!(repack(GgmlType::Q8_0, 8, 64, &vec![0; 8 * rb - 1]).is_err());
     assert!(repack(GgmlType::Q8_0, 8, 48, &vec![0; 8 * rb]).is_err());
-    assert!(repack(GgmlType::Q5_K, 8, 256, &vec![0; 8 * 176]).is_err());
+    assert!(repack(GgmlType::Q5_K, 8, 256, &vec![0; 8 * 176 - 1]).is_err());
+    assert!(repack(GgmlType::Q3_K, 8, 256, &vec![0; 8 * 110]).is_err());
     assert!(repack(GgmlType::Q4_K, 8, 128, &vec![0; 8 * 72]).is_err());
 }
 
