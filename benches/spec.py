@@ -78,8 +78,10 @@ def ours(exe, target, draft, prompt, a):
         cmd += ["--lookup-ngram", str(a.lookup_ngram)]
     out, _ = sh(cmd)
     plain, spec = json.loads(out)
+    steps = spec["n_accepted"] / spec["mean_accepted"] if spec["mean_accepted"] else 0
     return {"plain": plain["avg_ts"], "spec": spec["avg_ts"], "n_gen": spec["n_gen"],
-            "acceptance": spec["acceptance_rate"], "mean_accepted": spec["mean_accepted"]}
+            "acceptance": spec["acceptance_rate"], "mean_accepted": spec["mean_accepted"],
+            "drafted_per_step": spec["n_drafted"] / steps if steps else 0.0}
 
 
 def llama(bin_dir, target, draft, prompt, a):
@@ -148,15 +150,15 @@ def main():
     print(f"target {Path(target).name}, draft {Path(draft).name}{vocab}, {a.threads} threads, "
           f"greedy, -n {a.n}, medians of {a.rounds} alternated rounds\n")
     print("| prompt | method | tokens | ours plain t/s | ours spec t/s | speedup | accept | "
-          "llama.cpp t/s | accept | ours spec / llama.cpp |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "drafted/step | llama.cpp t/s | accept | ours spec / llama.cpp |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     summary = {}
     for p in prompts:
         o, l = results[p.name]["ours"], results[p.name]["llama"]
         plain, spec, lts = med(x["plain"] for x in o), med(x["spec"] for x in o), med(x["ts"] for x in l)
         method = "draft 0.5B" if p.name.startswith("complete") else f"lookup"
         print(f"| {p.stem} | {method} | {o[0]['n_gen']} | {plain:.2f} | {spec:.2f} | {spec / plain:.2f}x | "
-              f"{100 * o[0]['acceptance']:.0f}% | {lts:.2f} | {100 * l[0]['acceptance']:.0f}% | {spec / lts:.2f}x |")
+              f"{100 * o[0]['acceptance']:.0f}% | {med(x['drafted_per_step'] for x in o):.2f} | {lts:.2f} | {100 * l[0]['acceptance']:.0f}% | {spec / lts:.2f}x |")
         summary.setdefault(p.name.split("-")[0], []).append((spec / plain, spec / lts))
     print()
     for kind, v in summary.items():
