@@ -5,7 +5,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::{ld128, ld256};
-use super::avx2_x8::{arr, bcast4, by_token_count, prefetch_far, scales8, token_tiles};
+use super::avx2_x8::{arr, bcast4, prefetch_far, scales8, tiles_of};
 use super::avx2_x8_q5k::fifth_bits;
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
@@ -72,6 +72,12 @@ macro_rules! kquant_gemv {
 }
 pub(super) use kquant_gemv;
 
+/// Tokens a k-quant batch kernel runs over each super-block at a time. Each block's unpacking
+/// (nibbles, scales, mins) is shared by the tile; the sub-block's i16 sums of eight tokens
+/// fill half the sixteen registers, and their i32 and float sums, touched once per sub-block
+/// and super-block, live on the stack.
+pub(super) const KQUANT_TILE: usize = 8;
+
 /// Defines `gemm_$f` over a k-quant block function.
 macro_rules! kquant_gemm {
     ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr) => {
@@ -80,8 +86,18 @@ macro_rules! kquant_gemm {
             // the first tile of tokens streams the group from memory (prefetched), the others
             // find it in cache
             let mut prefetch = true;
-            token_tiles(acts, out, |a, o| {
-                by_token_count!(a.len(), $gemm_t(cols, w, a, o, prefetch));
+            tiles_of(KQUANT_TILE, acts, out, |a, o| {
+                match a.len() {
+                    0 => {}
+                    1 => $gemm_t::<1>(cols, w, a, o, prefetch),
+                    2 => $gemm_t::<2>(cols, w, a, o, prefetch),
+                    3 => $gemm_t::<3>(cols, w, a, o, prefetch),
+                    4 => $gemm_t::<4>(cols, w, a, o, prefetch),
+                    5 => $gemm_t::<5>(cols, w, a, o, prefetch),
+                    6 => $gemm_t::<6>(cols, w, a, o, prefetch),
+                    7 => $gemm_t::<7>(cols, w, a, o, prefetch),
+                    _ => $gemm_t::<8>(cols, w, a, o, prefetch),
+                }
                 prefetch = false;
             });
         }
