@@ -263,8 +263,8 @@ unsafe fn q4_k_sub_block<const T: usize, const J: usize, const Q5: bool>(
         } else {
             _mm256_and_si256(x, low4)
         };
-        // SAFETY: qh chunk c < 8 of the Q5_K × 8 group block (the caller's contract).
         let q = if Q5 {
+            // SAFETY: qh chunk c < 8 of the Q5_K × 8 group block (the caller's contract).
             _mm256_or_si256(q, unsafe { fifth_bits::<J>(p, c) })
         } else {
             q
