@@ -1,4 +1,5 @@
-//! AVX2 kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8); see `avx2_x8.rs`
+//! AVX2 kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8; Q5_K × 8's in
+//! `avx2_x8_q5k.rs` run Q4_K's block code); see `avx2_x8.rs`
 //! for the scheme. Per super-block and token each function returns the eight rows' float
 //! terms, `d * d8 * isum - dmin * d8 * msum`, rounded as the scalar kernel rounds them.
 
