@@ -9,6 +9,8 @@
 //! per batch (the decode step of 8 sequences; default 512); `SUPERINFER_BENCH_SHAPES=head`
 //! adds Gemma-3-270M's output matrix (262,144 × 640) and Qwen2.5-1.5B's (151,936 × 1536) to
 //! the FFN shapes, `SUPERINFER_BENCH_SHAPES=moe` gpt-oss-20b's expert matrices (2880 × 2880).
+//! `SUPERINFER_NO_REPACK=1` keeps every matrix in the row layout (the baseline of a new
+//! interleaved layout: the one-row kernel per row and token).
 //! Where the table has a kernel of several rows and tokens for a format that keeps the row
 //! layout (MXFP4), the same matrix also runs without it (`rows-per-token`: the one-row kernel
 //! per token), the baseline it must beat.
@@ -21,11 +23,12 @@ use superinfer_runtime::core::ops::matmul::{matmul, BatchAct, QMatrix};
 use superinfer_runtime::core::parallel::Sequential;
 use superinfer_runtime::core::quant::GgmlType;
 
-const FORMATS: [GgmlType; 6] = [
+const FORMATS: [GgmlType; 7] = [
     GgmlType::Q4_0,
     GgmlType::Q5_0,
     GgmlType::Q8_0,
     GgmlType::Q4_K,
+    GgmlType::Q5_K,
     GgmlType::Q6_K,
     GgmlType::MXFP4,
 ];
@@ -84,7 +87,8 @@ fn matmul_bench(c: &mut Criterion) {
             }
             let data = random_matrix(ty, rows, cols, 7);
             let mut w = QMatrix::new(ty, rows, cols, &data).unwrap();
-            let layout = if w.interleave(k).unwrap() {
+            let no_repack = std::env::var("SUPERINFER_NO_REPACK").is_ok_and(|v| v == "1");
+            let layout = if !no_repack && w.interleave(k).unwrap() {
                 "x8"
             } else {
                 "rows"

@@ -62,6 +62,8 @@ fn qwen05b_q8_0_cache_logits_do_not_depend_on_the_batch() {
 fn synthetic_q5_k_logits_do_not_depend_on_the_batch() {
     let spec = Spec {
         weight_type: GgmlType::Q5_K,
+        // `check_invariance`'s pool holds 1024 positions per sequence
+        n_ctx_train: 1024,
         ..Spec::llama()
     };
     let path = synth::write_temp(&spec, "batch-invariance-q5_k");

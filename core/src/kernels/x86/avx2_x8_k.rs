@@ -1,4 +1,5 @@
-//! AVX2 kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8); see `avx2_x8.rs`
+//! AVX2 kernels over the interleaved k-quant layouts (Q4_K × 8, Q6_K × 8; Q5_K × 8's in
+//! `avx2_x8_q5k.rs` run Q4_K's block code); see `avx2_x8.rs`
 //! for the scheme. Per super-block and token each function returns the eight rows' float
 //! terms, `d * d8 * isum - dmin * d8 * msum`, rounded as the scalar kernel rounds them.
 
@@ -287,8 +288,8 @@ unsafe fn q4_k_sub_block<const T: usize, const J: usize, const Q5: bool>(
         } else {
             _mm256_and_si256(x, low4)
         };
-        // SAFETY: qh chunk c < 8 of the Q5_K × 8 group block (the caller's contract).
         let q = if Q5 {
+            // SAFETY: qh chunk c < 8 of the Q5_K × 8 group block (the caller's contract).
             _mm256_or_si256(q, unsafe { fifth_bits::<J>(p, c) })
         } else {
             q
