@@ -229,6 +229,29 @@ macro_rules! by_token_count {
 }
 pub(super) use by_token_count;
 
+/// [`by_token_count`] for tiles of up to 8 tokens (`T = $n`, 1 ..= 8).
+macro_rules! by_token_count8 {
+    ($n:expr, $f:ident::<$p:literal>($($arg:expr),*)) => {
+        match $n {
+            0 => {}
+            1 => $f::<1, $p>($($arg),*),
+            2 => $f::<2, $p>($($arg),*),
+            3 => $f::<3, $p>($($arg),*),
+            4 => $f::<4, $p>($($arg),*),
+            5 => $f::<5, $p>($($arg),*),
+            6 => $f::<6, $p>($($arg),*),
+            7 => $f::<7, $p>($($arg),*),
+            _ => $f::<8, $p>($($arg),*),
+        }
+    };
+}
+
+/// Tokens the Q8_0 and Q4_0 batch kernels run over each block at a time: the integer sums
+/// of eight tokens and the block's vectors fill the sixteen registers, their float sums
+/// (touched once per block) live on the stack. Q5_0's unpacking needs more registers: it
+/// keeps [`GEMM_TOKENS`].
+const LEGACY_TILE: usize = 8;
+
 /// One group against `T` tokens, taking each block's weights apart per tile of tokens: runs
 /// `block` over every block and stores each token's eight sums in `out[t]`. (Q8_0 and Q4_0,
 /// whose unpacking is one or two operations per vector, run faster this way than through
@@ -298,17 +321,20 @@ pub(super) unsafe fn gemm_group<const T: usize, const PER_BLOCK: u8, const PREFE
 
 /// Defines a batch kernel `$gemm` over a legacy block function through [`gemm_group`].
 macro_rules! legacy_gemm {
-    ($gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr, $offsets:expr) => {
+    (
+        $gemm:ident, $gemm_t:ident, $block:ident, $group_block:expr, $offsets:expr,
+        $tile:expr, $by_count:ident
+    ) => {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn $gemm(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
             // The first tile of tokens streams the group from memory, prefetched as the
             // matrix × vector kernel does; the other tiles find it in cache.
             let mut first = true;
-            token_tiles(acts, out, |a, o| {
+            tiles_of($tile, acts, out, |a, o| {
                 if first {
-                    by_token_count!(a.len(), $gemm_t::<true>(cols, w, a, o))
+                    $by_count!(a.len(), $gemm_t::<true>(cols, w, a, o))
                 } else {
-                    by_token_count!(a.len(), $gemm_t::<false>(cols, w, a, o))
+                    $by_count!(a.len(), $gemm_t::<false>(cols, w, a, o))
                 }
                 first = false;
             });
@@ -331,13 +357,23 @@ macro_rules! legacy_gemm {
     };
 }
 
-legacy_gemm!(gemm_q8_0, gemm_q8_0_t, q8_0_block, q8_0::GROUP_BLOCK, NONE);
+legacy_gemm!(
+    gemm_q8_0,
+    gemm_q8_0_t,
+    q8_0_block,
+    q8_0::GROUP_BLOCK,
+    NONE,
+    LEGACY_TILE,
+    by_token_count8
+);
 legacy_gemm!(
     gemm_q4_0,
     gemm_q4_0_t,
     q4_0_block,
     q4_0::GROUP_BLOCK,
-    OFFSETS
+    OFFSETS,
+    LEGACY_TILE,
+    by_token_count8
 );
 
 /// Defines `$gemv`, a matrix × vector kernel compiled with `$features` over a legacy block
@@ -573,7 +609,9 @@ legacy_gemm!(
     gemm_q5_0_few_t,
     q5_0_block,
     q5_0::GROUP_BLOCK,
-    SUMS
+    SUMS,
+    GEMM_TOKENS,
+    by_token_count
 );
 
 /// Most tokens for which the Q5_0 batch kernel takes each block apart per tile of tokens
