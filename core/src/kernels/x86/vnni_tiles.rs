@@ -244,10 +244,10 @@ macro_rules! vnni_tiles {
                             } else {
                                 q6_k_fourth(x(0), x(1), x(2))
                             };
+                            let l = 128 * n + 32 * k + 4 * c;
                             for (s, y) in s.iter_mut().zip(&ys) {
-                                // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
-                                let y =
-                                    unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
+                                // SAFETY: activation bytes l..l + 4 of the 256.
+                                let y = unsafe { bcast4(y.qs.as_ptr().add(l)) };
                                 *s = $dpbusd(*s, q, y);
                             }
                         }
