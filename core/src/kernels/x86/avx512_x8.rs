@@ -106,7 +106,7 @@ pub(super) fn join_ps(lo: __m256, hi: __m256) -> __m512 {
 }
 
 /// `T` tokens over the decoded blocks `b0..b0 + dec.len()` of `2V` groups (see
-/// [`vnni_tile`]). `out` holds the groups' sums group after group, `n` tokens each; the
+/// `vnni_tile` (`vnni_tiles`)). `out` holds the groups' sums group after group, `n` tokens each; the
 /// tile's are tokens `t0..t0 + T`, carried there from one run of blocks to the next (from
 /// block 0 they are written, not read). Each activation broadcast serves `V` vectors: with
 /// two, a quad of groups loads half as many activation words per multiply-add as a pair.
@@ -280,7 +280,7 @@ unsafe fn gemm_wide<const V: usize, const TILE: usize>(
 
 /// A batch kernel over any number of whole groups (`GemmX8Fn`): quads of groups on two
 /// 512-bit vectors ([`wide_tile`] with `V = 2`, [`QUAD_TILE`] tokens), then a pair on one
-/// (eight tokens), then a last odd group on 256-bit vectors ([`vnni_tile`]), each with its
+/// (eight tokens), then a last odd group on 256-bit vectors (`vnni_tile` (`vnni_tiles`)), each with its
 /// float sums carried in `out` (exact: f32 stores).
 ///
 /// # Safety

@@ -17,7 +17,7 @@
 //!   (up), 28.8 / 31.6 (down);
 //! - Q4_0 16 tokens 0.79 / 0.84, 128: 7.1 / 6.7 (up), 512: 26.6 / 32.4 (down).
 
-use super::avx2_x8::{gemm_decoded, q5_0_decode};
+use super::avx2_x8::{gemm_decoded, q5_0_decode, Decoded};
 use super::avx_vnni_tiles::{legacy_group, tile_any, FEW_TILE};
 use super::vnni_tiles::Legacy;
 use crate::quant::interleaved::{q5_0, BatchRows, ROWS};
@@ -51,17 +51,12 @@ pub(super) fn gemm_q5_0(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[
     if acts.len() <= Q5_0_WIDE_TOKENS {
         return tiles::<{ Legacy::Q5_0 }>(cols, w, acts, out);
     }
-    // SAFETY: the decoder reads one group block; its 5-bit values carry `+16` (`1 << 4`).
-    unsafe {
-        gemm_decoded(
-            cols,
-            w,
-            acts,
-            out,
-            q5_0::GROUP_BLOCK,
-            FEW_TILE,
-            |p| q5_0_decode(p),
-            |d, b0, a, o| tile_any(d, b0, a, 4, o),
-        )
-    }
+    // SAFETY: `gemm_decoded` hands the decoder the start of one whole group block.
+    let decode = |p| unsafe { q5_0_decode(p) };
+    // the decoded 5-bit values carry `+16` (`1 << 4`)
+    let tile =
+        |d: &[Decoded], b0, a: BatchRows<'_>, o: &mut [[f32; ROWS]]| tile_any(d, b0, a, 4, o);
+    let (group_block, tile_tokens) = (q5_0::GROUP_BLOCK, FEW_TILE);
+    // SAFETY: the decoder reads one group block.
+    unsafe { gemm_decoded(cols, w, acts, out, group_block, tile_tokens, decode, tile) }
 }
