@@ -4,15 +4,15 @@
 //! the decoding is most of the work. Here pairs of groups run on 512-bit vectors
 //! (`avx512_few_pairs`) and a last odd group against tiles of up to eight tokens with every
 //! block taken apart in registers once per tile, on 256-bit vectors (`legacy_group` of
-//! `avx512_few_k`, the `vnni_few` kernels compiled for AVX-512); the k-quants run
-//! `avx512_few_k`'s 8-token tiles, which work the same way. The integer sums and the float
+//! `avx512_tiles`, the `vnni_tiles` kernels compiled for AVX-512); the k-quants run
+//! `avx512_tiles`'s 8-token tiles, which work the same way. The integer sums and the float
 //! accumulation are the other kernels', so the results are the same bits (asserted by the
 //! interleaved parity tests, which cover both sides of [`FEW_TOKENS`] and
 //! [`FEW_KQUANT_TOKENS`]).
 
-use super::avx512_few_k::{legacy_group, FEW_TILE};
 use super::avx512_few_pairs;
-use super::vnni_few::{per_group, Legacy};
+use super::avx512_tiles::{legacy_group, FEW_TILE};
+use super::vnni_tiles::{per_group, Legacy};
 use crate::quant::interleaved::{BatchRows, ROWS};
 use crate::quant::legacy::QK;
 
@@ -21,7 +21,7 @@ use crate::quant::legacy::QK;
 /// n = 16 wide 177, these 145).
 pub(super) const FEW_TOKENS: usize = 11;
 
-/// The same for the k-quants (`avx512_few_k`, eight tokens a tile).
+/// The same for the k-quants (`avx512_tiles`, eight tokens a tile).
 pub(super) const FEW_KQUANT_TOKENS: usize = 16;
 
 /// Calls `$f::<T>(args)` with `T = $n` (1 ..= 8) known at compile time.

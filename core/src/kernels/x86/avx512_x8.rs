@@ -19,83 +19,15 @@
 use core::arch::x86_64::*;
 use core::mem::MaybeUninit;
 
-use super::avx2::ld256;
-use super::avx2_x8::{accumulate, bcast4, gemm_decoded, q5_0_decode, scales8, Decoded};
+use super::avx2_x8::{gemm_decoded, q5_0_decode, Decoded};
 use super::avx512_few;
+use super::avx512_tiles::tile_any;
+use super::vnni_tiles::{q4_0_decode, q8_0_decode, token_rows};
 use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, ROWS};
-use crate::quant::legacy::{blocks, BlockQ8_0, QK};
+use crate::quant::legacy::QK;
 
 /// Tokens a pair's or a single group's tile runs together.
 const TILE: usize = 8;
-
-/// Each token's activation blocks, f32 scales and block sums for blocks `b0..b0 + m` (plain
-/// loops: closures passed to `from_fn` would not inline into these `target_feature` callers).
-#[inline(always)]
-#[allow(clippy::type_complexity)]
-fn token_rows<const T: usize>(
-    acts: BatchRows<'_>,
-    b0: usize,
-    m: usize,
-) -> ([&[BlockQ8_0]; T], [&[f32]; T], [&[i32]; T]) {
-    let (mut ys, mut dys, mut sums): ([&[BlockQ8_0]; T], [&[f32]; T], [&[i32]; T]) =
-        ([&[]; T], [&[]; T], [&[]; T]);
-    for t in 0..T {
-        ys[t] = &blocks::<BlockQ8_0>(acts.bytes(t))[b0..b0 + m];
-        dys[t] = &acts.scales(t)[b0..b0 + m];
-        let s = acts.sums(t);
-        assert!(!s.is_empty(), "the batch carries its block sums");
-        sums[t] = &s[b0..b0 + m];
-    }
-    (ys, dys, sums)
-}
-
-/// `T` tokens over decoded blocks `b0..b0 + dec.len()` whose values carry `+ (1 << shift)`:
-/// each token's float sum, carried in `out`, takes `(Σ q·y - Σy << shift) · (dx · dy)` per
-/// block.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn vnni_tile<const T: usize>(
-    dec: &[Decoded],
-    b0: usize,
-    acts: BatchRows<'_>,
-    shift: i32,
-    out: &mut [[f32; ROWS]],
-) {
-    let m = dec.len();
-    assert!(acts.len() == T && out.len() == T, "a tile of {T} tokens");
-    let (ys, dys, sums) = token_rows::<T>(acts, b0, m);
-    let shift = _mm_cvtsi32_si128(shift);
-    let mut acc = [_mm256_setzero_ps(); T];
-    for (acc, o) in acc.iter_mut().zip(out.iter()) {
-        // SAFETY: `o` is 8 floats.
-        *acc = unsafe { _mm256_loadu_ps(o.as_ptr()) };
-    }
-    for (i, blk) in dec.iter().enumerate() {
-        // the reads below: i < m, the length of every token's slices (`token_rows`)
-        let mut isum = [_mm256_setzero_si256(); T];
-        for (isum, sums) in isum.iter_mut().zip(&sums) {
-            // SAFETY: `sums` has m values and i < m.
-            let s = _mm256_set1_epi32(unsafe { *sums.as_ptr().add(i) });
-            *isum = _mm256_sub_epi32(*isum, _mm256_sll_epi32(s, shift));
-        }
-        for (j, &q) in blk.q.iter().enumerate() {
-            for (isum, y) in isum.iter_mut().zip(&ys) {
-                // SAFETY: activation bytes 4j..4j + 4 of block i's 32.
-                let y = unsafe { bcast4((*y.as_ptr().add(i)).qs.as_ptr().add(4 * j)) };
-                *isum = _mm256_dpbusd_epi32(*isum, q, y);
-            }
-        }
-        for t in 0..T {
-            // SAFETY: as above.
-            let dy = unsafe { _mm256_broadcast_ss(&*dys[t].as_ptr().add(i)) };
-            acc[t] = accumulate(acc[t], isum[t], blk.d, dy);
-        }
-    }
-    for (o, acc) in out.iter_mut().zip(acc) {
-        // SAFETY: `o` is 8 floats.
-        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
-    }
-}
 
 /// Runs `$body` with the constant `$t` set to the token count `$n` (1 ..= 8; more as 8, 0
 /// not at all), so a tile's count reaches its kernel as a const generic.
@@ -140,48 +72,6 @@ macro_rules! by_tile_count {
 }
 pub(super) use by_tile_count;
 
-/// Calls `vnni_tile::<T>` with `T` the tile's token count (1 ..= [`TILE`]).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn tile_any(dec: &[Decoded], b0: usize, acts: BatchRows<'_>, shift: i32, o: &mut [[f32; ROWS]]) {
-    by_tile_count!(acts.len(), T => vnni_tile::<T>(dec, b0, acts, shift, o))
-}
-
-/// # Safety
-/// `p` must point at a Q8_0 × 8 group block (272 bytes).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn q8_0_decode(p: *const u8) -> Decoded {
-    let flip = _mm256_set1_epi8(i8::MIN);
-    let mut q = [_mm256_setzero_si256(); 8];
-    for (c, q) in q.iter_mut().enumerate() {
-        // SAFETY: chunk c of the block's 8 chunks of 32 quant bytes (the caller's contract).
-        *q = _mm256_xor_si256(unsafe { ld256(p.add(16 + 32 * c)) }, flip);
-    }
-    // SAFETY: the block's eight f16 scales, its first 16 bytes (the caller's contract).
-    let d = unsafe { scales8(p) };
-    Decoded { q, d }
-}
-
-/// # Safety
-/// `p` must point at a Q4_0 × 8 group block (144 bytes).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-unsafe fn q4_0_decode(p: *const u8) -> Decoded {
-    let low4 = _mm256_set1_epi8(0x0F);
-    let mut q = [_mm256_setzero_si256(); 8];
-    for c in 0..4 {
-        // SAFETY: chunk c of the block's 4 chunks of 32 quant bytes (the caller's contract).
-        let x = unsafe { ld256(p.add(16 + 32 * c)) };
-        // byte k of chunk c: element 4c + k (low nibble) and 16 + 4c + k (high nibble)
-        q[c] = _mm256_and_si256(x, low4);
-        q[4 + c] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
-    }
-    // SAFETY: the block's eight f16 scales, its first 16 bytes (the caller's contract).
-    let d = unsafe { scales8(p) };
-    Decoded { q, d }
-}
-
 /// `2V` groups' decoded block on `V` 512-bit vectors: vector `v` holds group `2v` in lanes
 /// 0-7 (of the i32 / f32 lanes) and group `2v + 1` in lanes 8-15.
 #[derive(Clone, Copy)]
@@ -216,7 +106,7 @@ pub(super) fn join_ps(lo: __m256, hi: __m256) -> __m512 {
 }
 
 /// `T` tokens over the decoded blocks `b0..b0 + dec.len()` of `2V` groups (see
-/// [`vnni_tile`]). `out` holds the groups' sums group after group, `n` tokens each; the
+/// `vnni_tile` (`vnni_tiles`)). `out` holds the groups' sums group after group, `n` tokens each; the
 /// tile's are tokens `t0..t0 + T`, carried there from one run of blocks to the next (from
 /// block 0 they are written, not read). Each activation broadcast serves `V` vectors: with
 /// two, a quad of groups loads half as many activation words per multiply-add as a pair.
@@ -390,7 +280,7 @@ unsafe fn gemm_wide<const V: usize, const TILE: usize>(
 
 /// A batch kernel over any number of whole groups (`GemmX8Fn`): quads of groups on two
 /// 512-bit vectors ([`wide_tile`] with `V = 2`, [`QUAD_TILE`] tokens), then a pair on one
-/// (eight tokens), then a last odd group on 256-bit vectors ([`vnni_tile`]), each with its
+/// (eight tokens), then a last odd group on 256-bit vectors (`vnni_tile` (`vnni_tiles`)), each with its
 /// float sums carried in `out` (exact: f32 stores).
 ///
 /// # Safety

@@ -20,7 +20,7 @@ use core::arch::x86_64::*;
 use super::avx2::ld256;
 use super::avx2_x8::scales8;
 use super::avx512_x8::{by_tile_count, join, join_ps, load_sums, store_sums};
-use super::{avx512_few, avx512_few_k};
+use super::{avx512_few, avx512_tiles};
 use crate::quant::interleaved::{q4_k, q5_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
 use crate::quant::kquants::QK_K;
@@ -493,7 +493,7 @@ fn gemm_groups<F: Format>(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(super) fn gemm_q4_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
     if acts.len() <= avx512_few::FEW_KQUANT_TOKENS {
-        return avx512_few_k::gemm_few_q4_k(cols, w, acts, out);
+        return avx512_tiles::gemm_few_q4_k(cols, w, acts, out);
     }
     gemm_groups::<Q4K>(cols, w, acts, out)
 }
@@ -511,7 +511,7 @@ pub(super) fn gemm_q5_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(super) fn gemm_q6_k(cols: usize, w: &[u8], acts: BatchRows<'_>, out: &mut [[f32; ROWS]]) {
     if acts.len() <= avx512_few::FEW_KQUANT_TOKENS {
-        return avx512_few_k::gemm_few_q6_k(cols, w, acts, out);
+        return avx512_tiles::gemm_few_q6_k(cols, w, acts, out);
     }
     gemm_groups::<Q6K>(cols, w, acts, out)
 }

@@ -24,10 +24,10 @@ mod iq4;
 mod mxfp4;
 mod store_tile;
 mod table4;
-mod vnni_few;
 mod vnni_gemv;
+mod vnni_tiles;
 
-/// The 256-bit VNNI kernels (`vnni_gemv`, `vnni_few`) compiled for AVX-512 VNNI with VL.
+/// The 256-bit VNNI kernels (`vnni_gemv`, `vnni_tiles`) compiled for AVX-512 VNNI with VL.
 mod avx512_gemv {
     super::vnni_gemv::vnni_gemv!(
         "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c",
@@ -36,8 +36,8 @@ mod avx512_gemv {
 }
 
 /// See [`avx512_gemv`]: eight tokens a tile (AVX-512's 32 registers hold them).
-mod avx512_few_k {
-    super::vnni_few::vnni_few!(
+mod avx512_tiles {
+    super::vnni_tiles::vnni_tiles!(
         "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c",
         _mm256_dpbusd_epi32,
         avx512_gemv,
@@ -53,8 +53,8 @@ mod avx_vnni_gemv {
 }
 
 /// See [`avx_vnni_gemv`].
-mod avx_vnni_few {
-    super::vnni_few::vnni_few!(
+mod avx_vnni_tiles {
+    super::vnni_tiles::vnni_tiles!(
         "avxvnni,avx2,fma,f16c",
         _mm256_dpbusd_avx_epi32,
         avx_vnni_gemv,
@@ -182,10 +182,10 @@ mod avx2_x8_safe {
 }
 
 mod avx_vnni_safe {
-    use super::{avx_vnni, avx_vnni_few, avx_vnni_gemv};
+    use super::{avx_vnni, avx_vnni_gemv, avx_vnni_tiles};
     safe_gemvs!(avx_vnni_gemv: gemv_q4_0, gemv_q5_0, gemv_q8_0, gemv_q4_k, gemv_q6_k);
     safe_gemms!(avx_vnni: gemm_q4_0, gemm_q5_0, gemm_q8_0);
-    safe_gemms_multi!(avx_vnni_few: gemm_few_q4_k, gemm_few_q6_k);
+    safe_gemms_multi!(avx_vnni_tiles: gemm_few_q4_k, gemm_few_q6_k);
 }
 
 mod avx512_safe {

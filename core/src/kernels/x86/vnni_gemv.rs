@@ -36,7 +36,7 @@ macro_rules! vnni_gemv {
             kquant_gemv, q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms,
             super_blocks,
         };
-        use super::vnni_few::{add_scaled, q6_k_fourth};
+        use super::vnni_tiles::{add_scaled, q6_k_fourth};
         use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, ROWS};
         use crate::quant::kquants::q8_k::BlockQ8K;
         use crate::quant::kquants::QK_K;

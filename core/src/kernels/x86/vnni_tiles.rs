@@ -1,6 +1,6 @@
 //! VNNI batch kernels for a few tokens on 256-bit vectors, one source for two ISAs (as
-//! `vnni_gemv`): [`vnni_few!`] compiles them for AVX-512 VNNI with VL (module `avx512_few_k`,
-//! tiles of eight tokens in its 32 registers) and for AVX-VNNI (module `avx_vnni_few`, tiles
+//! `vnni_gemv`): [`vnni_tiles!`] compiles them for AVX-512 VNNI with VL (module `avx512_tiles`,
+//! tiles of eight tokens in its 32 registers) and for AVX-VNNI (module `avx_vnni_tiles`, tiles
 //! of four in its sixteen).
 //!
 //! The k-quants (Q4_K × 8, Q6_K × 8): each group (eight rows, one 256-bit vector) runs
@@ -19,7 +19,10 @@
 
 use core::arch::x86_64::*;
 
-use crate::quant::interleaved::{q4_0, q5_0, q8_0, ROWS};
+use super::avx2::ld256;
+use super::avx2_x8::{scales8, Decoded};
+use crate::quant::interleaved::{q4_0, q5_0, q8_0, BatchRows, ROWS};
+use crate::quant::legacy::{blocks, BlockQ8_0};
 
 /// The legacy formats' numbers for the `F` parameter of the generated `legacy_group`.
 pub(super) struct Legacy;
@@ -81,22 +84,78 @@ pub(super) fn per_group(
     }
 }
 
+/// Each token's activation blocks, f32 scales and block sums for blocks `b0..b0 + m` (plain
+/// loops: closures passed to `from_fn` would not inline into these `target_feature` callers).
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub(super) fn token_rows<const T: usize>(
+    acts: BatchRows<'_>,
+    b0: usize,
+    m: usize,
+) -> ([&[BlockQ8_0]; T], [&[f32]; T], [&[i32]; T]) {
+    let (mut ys, mut dys, mut sums): ([&[BlockQ8_0]; T], [&[f32]; T], [&[i32]; T]) =
+        ([&[]; T], [&[]; T], [&[]; T]);
+    for t in 0..T {
+        ys[t] = &blocks::<BlockQ8_0>(acts.bytes(t))[b0..b0 + m];
+        dys[t] = &acts.scales(t)[b0..b0 + m];
+        let s = acts.sums(t);
+        assert!(!s.is_empty(), "the batch carries its block sums");
+        sums[t] = &s[b0..b0 + m];
+    }
+    (ys, dys, sums)
+}
+
+/// # Safety
+/// `p` must point at a Q8_0 × 8 group block (272 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q8_0_decode(p: *const u8) -> Decoded {
+    let flip = _mm256_set1_epi8(i8::MIN);
+    let mut q = [_mm256_setzero_si256(); 8];
+    for (c, q) in q.iter_mut().enumerate() {
+        // SAFETY: chunk c of the block's 8 chunks of 32 quant bytes (the caller's contract).
+        *q = _mm256_xor_si256(unsafe { ld256(p.add(16 + 32 * c)) }, flip);
+    }
+    // SAFETY: the block's eight f16 scales, its first 16 bytes (the caller's contract).
+    let d = unsafe { scales8(p) };
+    Decoded { q, d }
+}
+
+/// # Safety
+/// `p` must point at a Q4_0 × 8 group block (144 bytes).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q4_0_decode(p: *const u8) -> Decoded {
+    let low4 = _mm256_set1_epi8(0x0F);
+    let mut q = [_mm256_setzero_si256(); 8];
+    for c in 0..4 {
+        // SAFETY: chunk c of the block's 4 chunks of 32 quant bytes (the caller's contract).
+        let x = unsafe { ld256(p.add(16 + 32 * c)) };
+        // byte k of chunk c: element 4c + k (low nibble) and 16 + 4c + k (high nibble)
+        q[c] = _mm256_and_si256(x, low4);
+        q[4 + c] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+    }
+    // SAFETY: the block's eight f16 scales, its first 16 bytes (the caller's contract).
+    let d = unsafe { scales8(p) };
+    Decoded { q, d }
+}
+
 /// Defines the few-token batch kernels (`gemm_few_q4_k`, `gemm_few_q6_k` over any number
 /// of groups; `legacy_group::<F, PREFETCH>` over one group of a legacy format), compiled with
 /// the target features `$features` around the intrinsic `$dpbusd` (`vpdpbusd` on 256-bit
 /// vectors), in tiles of up to `$tile` tokens (`$n`: every count from 1 to `$tile`), with the
 /// Q5_0 block function of the module `$gemv` (a `vnni_gemv!` of the same ISA). Expand it in a
 /// direct child module of `x86`.
-macro_rules! vnni_few {
+macro_rules! vnni_tiles {
     ($features:tt, $dpbusd:ident, $gemv:ident, $tile:literal, [$($n:literal),*]) => {
         use core::arch::x86_64::*;
 
         use super::$gemv::q5_0_block;
         use super::avx2::ld256;
-        use super::avx2_x8::{arr, bcast4, prefetch_far};
-        use super::avx2_x8::{bcast_pair, gemm_group, tiles_of, SUMS};
+        use super::avx2_x8::{accumulate, arr, bcast4, bcast_pair, prefetch_far};
+        use super::avx2_x8::{gemm_group, tiles_of, Decoded, SUMS};
         use super::avx2_x8_k::{q4_k_scale_i32, q4_k_scales, q4_k_terms, q6_k_pair, q6_k_terms};
-        use super::vnni_few::{add_scaled, per_group, q6_k_fourth, Legacy};
+        use super::vnni_tiles::{add_scaled, per_group, q6_k_fourth, token_rows, Legacy};
         use crate::quant::interleaved::{q4_0, q4_k, q5_0, q6_k, q8_0, BatchRows, ROWS};
         use crate::quant::kquants::q8_k::{self, BlockQ8K};
         use crate::quant::kquants::QK_K;
@@ -167,34 +226,40 @@ macro_rules! vnni_few {
             // Triple c of half n holds elements 128n + 32k + 4c..+4 of quant k < 4 (k < 3:
             // the low six bits of vector k; k = 3: their top two bits): scale group
             // 8n + 2k + c / 4, whose scale is half c / 4 of the i16 pair 4n + k.
+            // One scale group (four triples) at a time, scaled into the super-block's sums
+            // before the next: a tile's sums and one group's stay in registers.
             let mut isum = [_mm256_setzero_si256(); T];
             for n in 0..2 {
                 for k in 0..4 {
-                    let mut lo = [_mm256_setzero_si256(); T];
-                    let mut hi = [_mm256_setzero_si256(); T];
-                    for c in 0..8 {
-                        let at = q6_k::QS + 96 * (8 * n + c);
-                        // SAFETY: the three chunk vectors of triple 8n + c.
-                        let x = |i: usize| unsafe { ld256(p.add(at + 32 * i)) };
-                        let q = if k < 3 {
-                            _mm256_and_si256(x(k), low6)
-                        } else {
-                            q6_k_fourth(x(0), x(1), x(2))
-                        };
-                        let s = if c < 4 { &mut lo } else { &mut hi };
-                        for (s, y) in s.iter_mut().zip(&ys) {
-                            // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
-                            let y = unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
-                            *s = $dpbusd(*s, q, y);
-                        }
-                    }
                     // SAFETY: pair 4n + k < 8.
                     let pair = unsafe { q6_k_pair(p, 4 * n + k) };
-                    // the pair's halves, sign-extended to the lane
-                    let sl = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
-                    let sh = _mm256_srai_epi32(pair, 16);
-                    for t in 0..T {
-                        isum[t] = add_scaled(isum[t], [lo[t], hi[t]], [sl, sh]);
+                    for half in 0..2 {
+                        let mut s = [_mm256_setzero_si256(); T];
+                        for c in 4 * half..4 * half + 4 {
+                            let at = q6_k::QS + 96 * (8 * n + c);
+                            // SAFETY: the three chunk vectors of triple 8n + c.
+                            let x = |i: usize| unsafe { ld256(p.add(at + 32 * i)) };
+                            let q = if k < 3 {
+                                _mm256_and_si256(x(k), low6)
+                            } else {
+                                q6_k_fourth(x(0), x(1), x(2))
+                            };
+                            let l = 128 * n + 32 * k + 4 * c;
+                            for (s, y) in s.iter_mut().zip(&ys) {
+                                // SAFETY: activation bytes l..l + 4 of the 256.
+                                let y = unsafe { bcast4(y.qs.as_ptr().add(l)) };
+                                *s = $dpbusd(*s, q, y);
+                            }
+                        }
+                        // the pair's half `half`, sign-extended to the lane
+                        let scale = if half == 0 {
+                            _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16)
+                        } else {
+                            _mm256_srai_epi32(pair, 16)
+                        };
+                        for (isum, s) in isum.iter_mut().zip(s) {
+                            *isum = _mm256_add_epi32(*isum, _mm256_mullo_epi32(s, scale));
+                        }
                     }
                 }
             }
@@ -422,6 +487,70 @@ macro_rules! vnni_few {
                 n => assert_eq!(n, 0, "a tile of at most {FEW_TILE} tokens"),
             })
         }
+
+        /// `T` tokens over decoded blocks `b0..b0 + dec.len()` whose values carry `+ (1 << shift)`:
+        /// each token's float sum, carried in `out`, takes `(Σ q·y - Σy << shift) · (dx · dy)` per
+        /// block.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(super) fn vnni_tile<const T: usize>(
+            dec: &[Decoded],
+            b0: usize,
+            acts: BatchRows<'_>,
+            shift: i32,
+            out: &mut [[f32; ROWS]],
+        ) {
+            let m = dec.len();
+            assert!(acts.len() == T && out.len() == T, "a tile of {T} tokens");
+            let (ys, dys, sums) = token_rows::<T>(acts, b0, m);
+            let shift = _mm_cvtsi32_si128(shift);
+            let mut acc = [_mm256_setzero_ps(); T];
+            for (acc, o) in acc.iter_mut().zip(out.iter()) {
+                // SAFETY: `o` is 8 floats.
+                *acc = unsafe { _mm256_loadu_ps(o.as_ptr()) };
+            }
+            for (i, blk) in dec.iter().enumerate() {
+                // the reads below: i < m, the length of every token's slices (`token_rows`)
+                let mut isum = [_mm256_setzero_si256(); T];
+                for (isum, sums) in isum.iter_mut().zip(&sums) {
+                    // SAFETY: `sums` has m values and i < m.
+                    let s = _mm256_set1_epi32(unsafe { *sums.as_ptr().add(i) });
+                    *isum = _mm256_sub_epi32(*isum, _mm256_sll_epi32(s, shift));
+                }
+                for (j, &q) in blk.q.iter().enumerate() {
+                    for (isum, y) in isum.iter_mut().zip(&ys) {
+                        // SAFETY: activation bytes 4j..4j + 4 of block i's 32.
+                        let y = unsafe { bcast4((*y.as_ptr().add(i)).qs.as_ptr().add(4 * j)) };
+                        *isum = $dpbusd(*isum, q, y);
+                    }
+                }
+                for t in 0..T {
+                    // SAFETY: as above.
+                    let dy = unsafe { _mm256_broadcast_ss(&*dys[t].as_ptr().add(i)) };
+                    acc[t] = accumulate(acc[t], isum[t], blk.d, dy);
+                }
+            }
+            for (o, acc) in out.iter_mut().zip(acc) {
+                // SAFETY: `o` is 8 floats.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), acc) };
+            }
+        }
+
+        /// Calls [`vnni_tile`] with `T` the tile's token count (1 ..= [`FEW_TILE`]).
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(super) fn tile_any(
+            dec: &[Decoded],
+            b0: usize,
+            acts: BatchRows<'_>,
+            shift: i32,
+            o: &mut [[f32; ROWS]],
+        ) {
+            match acts.len() {
+                $($n => vnni_tile::<$n>(dec, b0, acts, shift, o),)*
+                n => assert_eq!(n, 0, "a tile of at most {FEW_TILE} tokens"),
+            }
+        }
     };
 }
-pub(super) use vnni_few;
+pub(super) use vnni_tiles;
