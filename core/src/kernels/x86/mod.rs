@@ -294,6 +294,9 @@ pub(super) unsafe fn fill_avx_vnni(k: &mut Kernels, f: &CpuFeatures) {
             gemm_few_q6_k,
         ],
     );
+    // Q6_K's VNNI tiles of 4 tokens only tied AVX2's of 4 (one thread, 128-512 tokens), and
+    // AVX2's now run 8 (its i16 sums need fewer registers than `vpdpbusd`'s i32 pairs)
+    k.set_gemm_x8(GgmlType::Q6_K, avx2_x8_safe::gemm_q6_k);
 }
 
 /// Installs the interleaved kernels of the formats with VNNI ones, Q4_0, Q5_0, Q8_0, Q4_K

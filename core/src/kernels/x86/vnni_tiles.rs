@@ -226,40 +226,34 @@ macro_rules! vnni_tiles {
             // Triple c of half n holds elements 128n + 32k + 4c..+4 of quant k < 4 (k < 3:
             // the low six bits of vector k; k = 3: their top two bits): scale group
             // 8n + 2k + c / 4, whose scale is half c / 4 of the i16 pair 4n + k.
-            // One scale group (four triples) at a time, scaled into the super-block's sums
-            // before the next: a tile's sums and one group's stay in registers.
             let mut isum = [_mm256_setzero_si256(); T];
             for n in 0..2 {
                 for k in 0..4 {
+                    let mut lo = [_mm256_setzero_si256(); T];
+                    let mut hi = [_mm256_setzero_si256(); T];
+                    for c in 0..8 {
+                        let at = q6_k::QS + 96 * (8 * n + c);
+                        // SAFETY: the three chunk vectors of triple 8n + c.
+                        let x = |i: usize| unsafe { ld256(p.add(at + 32 * i)) };
+                        let q = if k < 3 {
+                            _mm256_and_si256(x(k), low6)
+                        } else {
+                            q6_k_fourth(x(0), x(1), x(2))
+                        };
+                        let s = if c < 4 { &mut lo } else { &mut hi };
+                        for (s, y) in s.iter_mut().zip(&ys) {
+                            // SAFETY: activation bytes 128n + 32k + 4c + 0..4 of the 256.
+                            let y = unsafe { bcast4(y.qs.as_ptr().add(128 * n + 32 * k + 4 * c)) };
+                            *s = $dpbusd(*s, q, y);
+                        }
+                    }
                     // SAFETY: pair 4n + k < 8.
                     let pair = unsafe { q6_k_pair(p, 4 * n + k) };
-                    for half in 0..2 {
-                        let mut s = [_mm256_setzero_si256(); T];
-                        for c in 4 * half..4 * half + 4 {
-                            let at = q6_k::QS + 96 * (8 * n + c);
-                            // SAFETY: the three chunk vectors of triple 8n + c.
-                            let x = |i: usize| unsafe { ld256(p.add(at + 32 * i)) };
-                            let q = if k < 3 {
-                                _mm256_and_si256(x(k), low6)
-                            } else {
-                                q6_k_fourth(x(0), x(1), x(2))
-                            };
-                            let l = 128 * n + 32 * k + 4 * c;
-                            for (s, y) in s.iter_mut().zip(&ys) {
-                                // SAFETY: activation bytes l..l + 4 of the 256.
-                                let y = unsafe { bcast4(y.qs.as_ptr().add(l)) };
-                                *s = $dpbusd(*s, q, y);
-                            }
-                        }
-                        // the pair's half `half`, sign-extended to the lane
-                        let scale = if half == 0 {
-                            _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16)
-                        } else {
-                            _mm256_srai_epi32(pair, 16)
-                        };
-                        for (isum, s) in isum.iter_mut().zip(s) {
-                            *isum = _mm256_add_epi32(*isum, _mm256_mullo_epi32(s, scale));
-                        }
+                    // the pair's halves, sign-extended to the lane
+                    let sl = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
+                    let sh = _mm256_srai_epi32(pair, 16);
+                    for t in 0..T {
+                        isum[t] = add_scaled(isum[t], [lo[t], hi[t]], [sl, sh]);
                     }
                 }
             }
