@@ -244,7 +244,21 @@ macro_rules! by_token_count8 {
             _ => $f::<8, $p>($($arg),*),
         }
     };
+    ($n:expr, $f:ident($($arg:expr),*)) => {
+        match $n {
+            0 => {}
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            6 => $f::<6>($($arg),*),
+            7 => $f::<7>($($arg),*),
+            _ => $f::<8>($($arg),*),
+        }
+    };
 }
+pub(super) use by_token_count8;
 
 /// Tokens the Q8_0 and Q4_0 batch kernels run over each block at a time: the integer sums
 /// of eight tokens and the block's vectors fill the sixteen registers, their float sums

@@ -6,7 +6,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::{ld128, ld256};
-use super::avx2_x8::{arr, bcast4, prefetch_far, scales8, tiles_of};
+use super::avx2_x8::{arr, bcast4, by_token_count8, prefetch_far, scales8, tiles_of};
 use super::avx2_x8_q5k::fifth_bits;
 use crate::quant::interleaved::{q4_k, q6_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::{self, BlockQ8K};
@@ -88,17 +88,7 @@ macro_rules! kquant_gemm {
             // find it in cache
             let mut prefetch = true;
             tiles_of(KQUANT_TILE, acts, out, |a, o| {
-                match a.len() {
-                    0 => {}
-                    1 => $gemm_t::<1>(cols, w, a, o, prefetch),
-                    2 => $gemm_t::<2>(cols, w, a, o, prefetch),
-                    3 => $gemm_t::<3>(cols, w, a, o, prefetch),
-                    4 => $gemm_t::<4>(cols, w, a, o, prefetch),
-                    5 => $gemm_t::<5>(cols, w, a, o, prefetch),
-                    6 => $gemm_t::<6>(cols, w, a, o, prefetch),
-                    7 => $gemm_t::<7>(cols, w, a, o, prefetch),
-                    _ => $gemm_t::<8>(cols, w, a, o, prefetch),
-                }
+                by_token_count8!(a.len(), $gemm_t(cols, w, a, o, prefetch));
                 prefetch = false;
             });
         }

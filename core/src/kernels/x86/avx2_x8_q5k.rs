@@ -6,7 +6,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::ld256;
-use super::avx2_x8::{arr, tiles_of};
+use super::avx2_x8::{arr, by_token_count8, tiles_of};
 use super::avx2_x8_k::{kquant_gemm, kquant_gemv, q4_k_block, super_blocks, KQUANT_TILE};
 use crate::quant::interleaved::{q5_k, BatchRows, ROWS};
 use crate::quant::kquants::q8_k::BlockQ8K;
