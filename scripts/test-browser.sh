@@ -24,7 +24,9 @@ export SUPERINFER_QWEN=$(awk '$1 == "qwen2.5-0.5b" {print $2}' <<<"$models")
 export SUPERINFER_GEMMA=$(awk '$1 == "gemma3-270m" {print $2}' <<<"$models")
 export SUPERINFER_FIXTURES=${SUPERINFER_FIXTURES:-$root/tests/fixtures}
 
-export SUPERINFER_BIN=$root/target/release/superinfer
+# the native binary to compare against: SUPERINFER_BIN when set (CI: the test profile's build
+# that scripts/test.sh made), else the release build, made when missing
+export SUPERINFER_BIN=${SUPERINFER_BIN:-$root/target/release/superinfer}
 if [ ! -x "$SUPERINFER_BIN" ]; then
     cargo build --release -p superinfer-cli
 fi

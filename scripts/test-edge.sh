@@ -24,8 +24,8 @@
 # allocations per generated token and instructions per token (QEMU -icount; a regression
 # figure, not a speed claim). Exits non-zero on any mismatch.
 #
-# Expects the models of scripts/fetch-models.sh (fetched when missing) and builds
-# target/release/superinfer when it is not there.
+# Expects the models of scripts/fetch-models.sh (fetched when missing) and runs
+# $SUPERINFER_BIN, else target/release/superinfer (built when it is not there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -61,8 +61,9 @@ for target in thumbv7em-none-eabihf riscv32imac-unknown-none-elf; do
 done
 qwen=$(scripts/fetch-models.sh --path qwen2.5-0.5b)
 gemma=$(scripts/fetch-models.sh --path gemma3-270m)
-[ -x target/release/superinfer ] || cargo build -q --release -p superinfer-cli
-cli=$root/target/release/superinfer
+# the host binary: SUPERINFER_BIN when set (CI: the test profile's build of scripts/test.sh)
+cli=${SUPERINFER_BIN:-$root/target/release/superinfer}
+[ -x "$cli" ] || cargo build -q --release -p superinfer-cli
 
 failures=0
 fail() {

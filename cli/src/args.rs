@@ -523,6 +523,11 @@ pub struct ServeArgs {
     /// signal) it ends them at once.
     #[arg(long = "shutdown-timeout", default_value_t = 30.0, value_parser = parse_seconds)]
     pub shutdown_timeout: f64,
+    /// After SIGTERM, keep accepting connections this many seconds with `/ready` answering
+    /// 503 "draining", so that a load balancer or Kubernetes takes the replica out of rotation
+    /// before it stops listening (then drains as `--shutdown-timeout` says).
+    #[arg(long = "drain-delay", default_value_t = 0.0, value_parser = parse_seconds)]
+    pub drain_delay: f64,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]

@@ -63,6 +63,17 @@ impl ApiError {
         .with_code("loading")
     }
 
+    /// 503 from `/ready` after a shutdown signal: the server finishes its running requests
+    /// and takes no more.
+    pub fn draining() -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable_error",
+            "the server is shutting down: send new requests to another replica",
+        )
+        .with_code("draining")
+    }
+
     /// 500: the server failed (the message says where).
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)

@@ -41,6 +41,7 @@ use superinfer_runtime::{EngineOptions, SchedulerOptions};
 
 pub use error::ApiError;
 pub use log::LogFormat;
+use metrics::Metrics;
 pub use middleware::key_matches;
 pub use serve_error::ServeError;
 use shutdown::Signals;
@@ -74,6 +75,9 @@ pub struct ServeOptions {
     pub log_format: LogFormat,
     /// After SIGTERM, how long running requests may take to finish before they are ended.
     pub shutdown_timeout: Duration,
+    /// After SIGTERM, how long to keep accepting connections with `/ready` answering 503
+    /// before the drain starts (a load balancer's time to notice).
+    pub drain_delay: Duration,
 }
 
 /// Serves until SIGTERM or Ctrl-C (then drains: see the crate's documentation); an error if
@@ -86,6 +90,7 @@ pub fn serve(o: ServeOptions) -> Result<(), ServeError> {
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model".into())
     });
+    let metrics = Metrics::new(&alias);
     let state = Arc::new(AppState {
         alias,
         model_path: o.model.clone(),
@@ -93,13 +98,14 @@ pub fn serve(o: ServeOptions) -> Result<(), ServeError> {
         lookup: o.lookup,
         draft_max: o.draft.as_ref().map(|(_, d)| d.max),
         extract_reasoning: o.extract_reasoning,
-        metrics: Default::default(),
+        metrics,
         ready: OnceLock::new(),
         started: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
         stop: Default::default(),
+        draining: Default::default(),
     });
     // the HTTP side is light: two workers leave the cores to the engine's thread pool
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -152,13 +158,29 @@ async fn run(o: ServeOptions, state: Arc<AppState>) -> Result<(), ServeError> {
     let app = router(state.clone(), o.body_limit);
     let mut first = signals.clone();
     let timeout = o.shutdown_timeout;
+    let delay = o.drain_delay;
+    let st = state.clone();
     let drain = async move {
         tokio::select! {
-            _ = first.nth(1) => tracing::info!(
-                "shutting down: no new connections; the running requests finish (up to {} s, \
-                 a second signal ends them now)",
-                timeout.as_secs_f64()
-            ),
+            _ = first.nth(1) => {
+                st.draining.store(true, Ordering::Relaxed);
+                if !delay.is_zero() {
+                    tracing::info!(
+                        "draining: /ready answers 503; connections are still accepted for {} s",
+                        delay.as_secs_f64()
+                    );
+                    // a second signal cuts the delay short
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = first.nth(2) => {}
+                    }
+                }
+                tracing::info!(
+                    "shutting down: no new connections; the running requests finish (up to {} s, \
+                     a second signal ends them now)",
+                    timeout.as_secs_f64()
+                )
+            }
             _ = failed_rx => {},
         }
     };
@@ -205,6 +227,7 @@ fn router(state: Arc<AppState>, body_limit: usize) -> Router {
         .route_layer(from_fn_with_state(state.clone(), middleware::auth));
     Router::new()
         .route("/health", get(routes::health))
+        .route("/ready", get(routes::ready))
         .route("/metrics", get(routes::metrics))
         .merge(api)
         .route_layer(from_fn(log::route))

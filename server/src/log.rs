@@ -26,7 +26,7 @@ pub enum LogFormat {
 }
 
 /// Sends `tracing` events to stderr in `format`, at `info` and above unless `RUST_LOG` says
-/// otherwise (e.g. `RUST_LOG=debug` adds `/health` and `/metrics` requests, `warn` keeps only
+/// otherwise (e.g. `RUST_LOG=debug` adds `/health`, `/ready` and `/metrics` requests, `warn` keeps only
 /// problems). Does nothing when a subscriber is already set (a second server in a process).
 pub fn init(format: LogFormat) -> Result<(), String> {
     use std::io::IsTerminal;
@@ -177,7 +177,7 @@ impl Line {
                 )
             };
         }
-        if route == "/health" || route == "/metrics" {
+        if matches!(route.as_str(), "/health" | "/ready" | "/metrics") {
             // polled by load balancers and Prometheus (503 while the model loads)
             log_line!(tracing::Level::DEBUG)
         } else if status == 503 || status == 429 {

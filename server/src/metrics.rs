@@ -1,7 +1,14 @@
 //! Prometheus metrics (through `prometheus-client`, in the Prometheus text format 0.0.4):
 //! request counts by status, token counters, latency histograms and the scheduler's gauges
 //! (published by the engine thread after every step).
+//!
+//! The same series are exported a second time under vLLM's names with its `model_name`
+//! label (`vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`, ...: `register_vllm`), the
+//! names that routers and autoscalers read (Kubernetes' Gateway API Inference Extension,
+//! llm-d, KEDA, the vLLM production stack): a replica drops into a fleet built for vLLM.
 
+use std::borrow::Cow;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::encoding::prometheus_text;
@@ -19,6 +26,12 @@ pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Status {
     status: u16,
+}
+
+/// vLLM's `finished_reason` label of `vllm:request_success_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Finished {
+    finished_reason: &'static str,
 }
 
 /// A latency histogram in seconds.
@@ -46,6 +59,13 @@ pub struct Metrics {
     pub ttft: Seconds,
     pub itl: Seconds,
     pub e2e: Seconds,
+    /// KV blocks the running requests hold, over the pool (vLLM's `kv_cache_usage_perc`:
+    /// cached blocks are evictable, so they count as free).
+    kv_usage: Gauge<f64, AtomicU64>,
+    /// Requests that ended (vLLM's `request_success_total`, by finish reason).
+    finished: Family<Finished, Counter>,
+    /// Requests that gave their KV blocks back to be recomputed later.
+    pub preemptions: Counter,
     running: Gauge,
     waiting: Gauge,
     blocks_used: Gauge,
@@ -66,6 +86,13 @@ const E2E: &[f64] = &[
 
 impl Default for Metrics {
     fn default() -> Self {
+        Metrics::new("model")
+    }
+}
+
+impl Metrics {
+    /// The registry, with vLLM's series labelled `model_name = model` (the served name).
+    pub fn new(model: &str) -> Self {
         let mut m = Metrics {
             registry: Registry::default(),
             by_status: Family::default(),
@@ -77,6 +104,9 @@ impl Default for Metrics {
             ttft: Seconds::new(TTFT),
             itl: Seconds::new(ITL),
             e2e: Seconds::new(E2E),
+            kv_usage: Gauge::default(),
+            finished: Family::default(),
+            preemptions: Counter::default(),
             running: Gauge::default(),
             waiting: Gauge::default(),
             blocks_used: Gauge::default(),
@@ -177,7 +207,95 @@ impl Default for Metrics {
         for (name, help, g) in gauges {
             r.register(name, help, g.clone());
         }
+        r.register(
+            "superinfer_preemptions",
+            "Requests that gave their KV blocks back to be recomputed later",
+            m.preemptions.clone(),
+        );
+        m.register_vllm(model);
         m
+    }
+
+    /// vLLM's names for the same series (shared, not copied: each update shows in both).
+    fn register_vllm(&mut self, model: &str) {
+        let v = self
+            .registry
+            .sub_registry_with_label((Cow::Borrowed("model_name"), Cow::Owned(model.into())));
+        let gauges = [
+            (
+                "vllm:num_requests_running",
+                "Requests in a slot",
+                &self.running,
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "Requests waiting for a slot",
+                &self.waiting,
+            ),
+        ];
+        for (name, help, g) in gauges {
+            v.register(name, help, g.clone());
+        }
+        v.register(
+            "vllm:kv_cache_usage_perc",
+            "KV cache usage: 1 means every block is held by a running request",
+            self.kv_usage.clone(),
+        );
+        let counters = [
+            (
+                "vllm:prompt_tokens",
+                "Prompt tokens of finished requests",
+                &self.prompt_tokens,
+            ),
+            (
+                "vllm:generation_tokens",
+                "Tokens generated",
+                &self.generation_tokens,
+            ),
+            (
+                "vllm:prefix_cache_queries",
+                "Prompt tokens looked up in the prefix cache",
+                &self.prompt_tokens,
+            ),
+            (
+                "vllm:prefix_cache_hits",
+                "Prompt tokens found in the prefix cache",
+                &self.cached_tokens,
+            ),
+            (
+                "vllm:num_preemptions",
+                "Requests preempted to free KV blocks",
+                &self.preemptions,
+            ),
+        ];
+        for (name, help, c) in counters {
+            v.register(name, help, c.clone());
+        }
+        v.register(
+            "vllm:request_success",
+            "Requests that finished, by finish reason",
+            self.finished.clone(),
+        );
+        let histograms = [
+            (
+                "vllm:time_to_first_token_seconds",
+                "From a request's arrival to its first generated token",
+                &self.ttft,
+            ),
+            (
+                "vllm:inter_token_latency_seconds",
+                "Between consecutive tokens of a stream",
+                &self.itl,
+            ),
+            (
+                "vllm:e2e_request_latency_seconds",
+                "From a generation request's arrival to its last token",
+                &self.e2e,
+            ),
+        ];
+        for (name, help, h) in histograms {
+            v.register(name, help, h.0.clone());
+        }
     }
 }
 
@@ -195,8 +313,28 @@ impl Metrics {
         counter.inc_by(n as u64);
     }
 
+    /// A request ended with an OpenAI `finish_reason` (`stop`, `length`, `tool_calls`; a
+    /// request that failed is not counted): vLLM's `stop`, `length` or `abort`.
+    pub fn count_finished(&self, finish_reason: &str) {
+        let finished_reason = match finish_reason {
+            "length" => "length",
+            "stop" | "tool_calls" | "function_call" => "stop",
+            "error" => return,
+            _ => "abort",
+        };
+        self.finished
+            .get_or_create(&Finished { finished_reason })
+            .inc();
+    }
+
     /// The scheduler's state after a step (called on the engine thread).
     pub fn publish(&self, running: usize, waiting: usize, pool: PoolStats) {
+        let usage = if pool.blocks == 0 {
+            0.0
+        } else {
+            pool.held as f64 / pool.blocks as f64
+        };
+        self.kv_usage.set(usage);
         set(&self.running, running);
         set(&self.waiting, waiting);
         set(&self.blocks_used, pool.held);
@@ -315,8 +453,14 @@ mod tests {
             ("superinfer_kv_blocks_cached", "gauge"),
             ("superinfer_kv_blocks_free", "gauge"),
             ("superinfer_kv_blocks_total", "gauge"),
+            ("superinfer_preemptions_total", "counter"),
         ];
-        assert_eq!(types, want, "{t}");
+        let ours: Vec<_> = types
+            .iter()
+            .copied()
+            .filter(|(n, _)| n.starts_with("superinfer_"))
+            .collect();
+        assert_eq!(ours, want, "{t}");
         for (key, v) in [
             ("superinfer_requests_total{status=\"503\"}", 1.0),
             ("superinfer_generation_tokens_total", 7.0),
@@ -329,6 +473,81 @@ mod tests {
             ("superinfer_kv_blocks_total", 10.0),
         ] {
             assert_eq!(value(&t, key), Some(v), "{key}: {t}");
+        }
+    }
+
+    /// The names exported under vLLM's scheme, each beside the `superinfer_` series it mirrors
+    /// (counters without the `_total` the encoder adds).
+    const VLLM_NAMES: &[&str] = &[
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:prompt_tokens",
+        "vllm:generation_tokens",
+        "vllm:prefix_cache_queries",
+        "vllm:prefix_cache_hits",
+        "vllm:num_preemptions",
+        "vllm:request_success",
+        "vllm:time_to_first_token_seconds",
+        "vllm:inter_token_latency_seconds",
+        "vllm:e2e_request_latency_seconds",
+    ];
+
+    /// vLLM's names carry the same values as ours, labelled with the served model's name.
+    #[test]
+    fn vllm_names_mirror_ours() {
+        let m = Metrics::new("qwen");
+        Metrics::add(&m.prompt_tokens, 12);
+        Metrics::add(&m.cached_tokens, 8);
+        Metrics::add(&m.generation_tokens, 5);
+        m.ttft.observe(Duration::from_millis(30));
+        m.count_finished("stop");
+        m.count_finished("tool_calls");
+        m.count_finished("length");
+        m.count_finished("cancelled");
+        m.count_finished("error");
+        m.publish(
+            3,
+            4,
+            PoolStats {
+                blocks: 8,
+                held: 2,
+                cached: 3,
+                free: 3,
+            },
+        );
+        let t = m.render();
+        for name in VLLM_NAMES {
+            assert!(
+                t.lines().any(|l| l.starts_with(&format!("# TYPE {name}"))),
+                "{name} missing: {t}"
+            );
+        }
+        let l = "{model_name=\"qwen\"}";
+        for (key, v) in [
+            (format!("vllm:num_requests_running{l}"), 3.0),
+            (format!("vllm:num_requests_waiting{l}"), 4.0),
+            (format!("vllm:kv_cache_usage_perc{l}"), 0.25),
+            (format!("vllm:prompt_tokens_total{l}"), 12.0),
+            (format!("vllm:prefix_cache_queries_total{l}"), 12.0),
+            (format!("vllm:prefix_cache_hits_total{l}"), 8.0),
+            (format!("vllm:generation_tokens_total{l}"), 5.0),
+            (format!("vllm:num_preemptions_total{l}"), 0.0),
+            (format!("vllm:time_to_first_token_seconds_count{l}"), 1.0),
+            (
+                "vllm:request_success_total{model_name=\"qwen\",finished_reason=\"stop\"}".into(),
+                2.0,
+            ),
+            (
+                "vllm:request_success_total{model_name=\"qwen\",finished_reason=\"length\"}".into(),
+                1.0,
+            ),
+            (
+                "vllm:request_success_total{model_name=\"qwen\",finished_reason=\"abort\"}".into(),
+                1.0,
+            ),
+        ] {
+            assert_eq!(value(&t, &key), Some(v), "{key}: {t}");
         }
     }
 }

@@ -46,6 +46,8 @@ pub struct AppState {
     pub started: u64,
     /// Tells the engine thread to stop.
     pub stop: AtomicBool,
+    /// A shutdown signal came: `/ready` answers 503 while the running requests finish.
+    pub draining: AtomicBool,
 }
 
 impl AppState {

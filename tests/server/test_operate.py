@@ -265,3 +265,43 @@ def test_second_signal_or_timeout_ends_requests(model):
             assert took < 30, f"{how}: exiting took {took:.1f} s"
         finally:
             s.stop()
+
+
+def test_ready_turns_503_while_draining_and_vllm_metrics(model):
+    """`/ready` is 200 while the replica takes work and 503 `draining` from SIGTERM on, while
+    `--drain-delay` keeps the port open (a load balancer's time to notice) and `/health`
+    (liveness) stays 200; a request sent in that window is still served. `/metrics` carries
+    vLLM's names with the served model's name as `model_name`, equal to ours."""
+    s = start_server(model, "-np", "2", "--drain-delay", "4")  # served as --alias {model}
+    try:
+        r = s.get("/ready")
+        assert r.status_code == 200 and r.json() == {"status": "ready"}, r.text
+        c = s.client()
+        out = c.completions.create(model=model, prompt="Hello", max_tokens=4, temperature=0)
+        assert out.usage.completion_tokens == 4
+        m = s.metrics()
+        label = {"model_name": model}
+        assert m.get("vllm:generation_tokens_total", **label) == m.get("superinfer_generation_tokens_total") >= 4
+        assert m.get("vllm:prompt_tokens_total", **label) == m.get("superinfer_prompt_tokens_total") > 0
+        assert m.get("vllm:num_requests_running", **label) == 0
+        assert m.get("vllm:num_requests_waiting", **label) == 0
+        assert m.get("vllm:kv_cache_usage_perc", **label) == 0
+        assert m.get("vllm:request_success_total", finished_reason="length", **label) == 1
+        assert m.get("vllm:time_to_first_token_seconds_count", **label) == 1
+        assert m.get("vllm:num_preemptions_total", **label) == 0
+
+        s.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 3
+        r = s.get("/ready")
+        while r.status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            r = s.get("/ready")
+        assert r.status_code == 503 and r.json()["error"]["code"] == "draining", r.text
+        assert s.get("/health").status_code == 200
+        # still accepting during the delay: a request sent now is served
+        out = c.completions.create(model=model, prompt="Hi", max_tokens=2, temperature=0)
+        assert out.usage.completion_tokens == 2
+        rc = s.proc.wait(timeout=60)
+        assert rc == 0, f"exit status {rc}; output:\n{s.log()}"
+    finally:
+        s.stop()

@@ -85,6 +85,7 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
             LogFormatArg::Json => LogFormat::Json,
         },
         shutdown_timeout: Duration::from_secs_f64(a.shutdown_timeout),
+        drain_delay: Duration::from_secs_f64(a.drain_delay),
     };
     superinfer_server::serve(o).map_err(|e| superinfer_runtime::chain(&e))
 }

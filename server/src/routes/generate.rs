@@ -222,6 +222,7 @@ impl Run {
 
     fn end(&mut self, finish: &'static str) {
         self.ended = true;
+        self.st.metrics.count_finished(finish);
         if let Some(n) = &self.note {
             n.generation(self.answer.prompt_tokens, self.generated, finish);
         }

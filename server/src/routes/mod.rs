@@ -47,9 +47,21 @@ pub async fn blocking<T: Send + 'static>(
     })
 }
 
+/// Liveness (llama-server's `/health`): 200 once the model is loaded, 503 while it loads;
+/// still 200 while the server drains.
 pub async fn health(State(st): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
     st.ready()?;
     Ok(Json(json!({ "status": "ok" })))
+}
+
+/// Readiness: 200 while the server takes new work; 503 while the model loads and, after a
+/// shutdown signal, while it drains (a router or Kubernetes stops sending requests here).
+pub async fn ready(State(st): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    st.ready()?;
+    if st.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(ApiError::draining());
+    }
+    Ok(Json(json!({ "status": "ready" })))
 }
 
 pub async fn metrics(State(st): State<Arc<AppState>>) -> Response {
