@@ -31,6 +31,9 @@ pub enum Error {
     /// Options that cannot work together, with what to change.
     #[error("{0}")]
     Usage(String),
+    /// A [`Service`](crate::Service)'s engine thread could not start or ended abnormally.
+    #[error("{0}")]
+    EngineThread(String),
 }
 
 impl Error {

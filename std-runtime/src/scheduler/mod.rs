@@ -54,8 +54,8 @@ use superinfer_core::sampler::Sampler;
 
 use self::active::Active;
 pub use self::request::{
-    Client, Completion, ConstraintFactory, Event, EventSink, Handle, Lookup, MaskStats, Request,
-    RequestError, RequestId, Ticket, TokenLogprob, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM,
+    Canceller, Client, Completion, ConstraintFactory, Event, EventSink, Handle, Lookup, MaskStats,
+    Request, RequestError, RequestId, Ticket, TokenLogprob, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM,
     MAX_TOP_LOGPROBS, TEXT_ONLY,
 };
 use self::request::{Limits, Submission};

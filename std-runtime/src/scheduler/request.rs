@@ -260,6 +260,12 @@ impl Handle {
         self.ticket.cancel();
     }
 
+    /// A switch that cancels this request from any thread (the handle's receiver is not
+    /// `Sync`: another thread cannot borrow the handle while its owner waits on it).
+    pub fn canceller(&self) -> Canceller {
+        Canceller(self.ticket.cancel.clone())
+    }
+
     /// Waits for the whole request: the generated tokens and its completion.
     pub fn wait(self) -> Result<(Vec<u32>, String, Completion), RequestError> {
         let (mut ids, mut text) = (Vec::new(), String::new());
@@ -276,6 +282,17 @@ impl Handle {
             }
         }
         Err(RequestError::Closed)
+    }
+}
+
+/// Cancels a request from any thread: [`Handle::canceller`].
+#[derive(Clone)]
+pub struct Canceller(Arc<AtomicBool>);
+
+impl Canceller {
+    /// As [`Handle::cancel`].
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
