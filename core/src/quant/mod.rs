@@ -13,6 +13,7 @@ pub mod kquants;
 pub mod legacy;
 pub mod mxfp4;
 mod types;
+pub mod weights;
 
 #[cfg(test)]
 mod tests;
