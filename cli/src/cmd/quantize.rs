@@ -28,12 +28,20 @@ pub fn run(a: &QuantizeArgs) -> Result<(), String> {
         imatrix: a.imatrix.clone(),
         ..QuantizeOptions::new(ftype, name)
     };
-    eprintln!(
+    // the first line once the input is read and the types are chosen (a bad input or type
+    // ends in the error line alone)
+    let mut header = Some(format!(
         "quantizing '{}' to '{}' as {name} using {threads} threads",
         a.input.display(),
         a.output.display()
-    );
-    let report = quantize::quantize(&a.input, &a.output, &opts, &mut |line| eprintln!("{line}"))
+    ));
+    let mut log = |line: &str| {
+        if let Some(h) = header.take() {
+            eprintln!("{h}");
+        }
+        eprintln!("{line}");
+    };
+    let report = quantize::quantize(&a.input, &a.output, &opts, &mut log)
         .map_err(|e| superinfer_runtime::chain(&e))?;
     eprintln!("{}", report.summary());
     Ok(())

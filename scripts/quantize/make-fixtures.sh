@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Makes tests/fixtures/quantize/qwen2.5-coder-0.5b.json: the size and SHA-256 of the files the
+# pinned llama-quantize writes from the suite's F32 copy of Qwen2.5-Coder-0.5B (what
+# tests/src/lib.rs's `f32_copy(QWEN_05B)` writes to models/derived/qwen2.5-0.5b-F32.gguf;
+# run `cargo test -p superinfer-tests --test quantize` once to create it), for Q4_0, Q8_0
+# and Q4_K_M at 2 threads. tests/tests/quantize.rs checks `superinfer quantize` against them.
+#
+#   scripts/quantize/make-fixtures.sh [F32_COPY]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$(bash "$root/benches/build-llama-cpp.sh" | tail -1)
+models=${SUPERINFER_MODELS:-$HOME/.cache/superinfer/models}
+input=${1:-$models/derived/qwen2.5-0.5b-F32.gguf}
+[ -f "$input" ] || { echo "no $input: run cargo test -p superinfer-tests --test quantize once" >&2; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+version=$("$bin/llama-quantize" --version 2>&1 | head -1 || true)
+entry() { # name file
+  printf '"%s": {"size": %s, "sha256": "%s"}' "$1" "$(stat -c %s "$2")" "$(sha256sum "$2" | cut -d' ' -f1)"
+}
+outs=()
+for t in Q4_0 Q8_0 Q4_K_M; do
+  "$bin/llama-quantize" "$input" "$tmp/$t.gguf" "$t" 2 > "$tmp/$t.log" 2>&1
+  outs+=("    $(entry "$t" "$tmp/$t.gguf")")
+  rm "$tmp/$t.gguf"
+done
+out=$root/tests/fixtures/quantize/qwen2.5-coder-0.5b.json
+mkdir -p "$(dirname "$out")"
+{
+  echo '{'
+  echo '  "made_by": "scripts/quantize/make-fixtures.sh: llama-quantize INPUT OUT TYPE 2",'
+  echo "  \"llama_cpp\": \"$version\","
+  echo "  \"input\": {\"file\": \"models/derived/qwen2.5-0.5b-F32.gguf (f32_copy of qwen2.5-coder-0.5b-instruct.gguf)\", $(entry x "$input" | sed 's/^"x": {//; s/}$//')},"
+  echo '  "outputs": {'
+  (IFS=$'\n'; echo "${outs[*]}" | sed '$!s/$/,/')
+  echo '  }'
+  echo '}'
+} > "$out"
+echo "wrote $out" >&2
