@@ -58,7 +58,7 @@ pub(super) fn write_file(
     for (i, j) in jobs.iter().enumerate() {
         let d = &j.desc;
         let src_ty = d.ty;
-        let shape: Vec<String> = d.ne.iter().map(|x| format!("{x:5}")).collect();
+        let shape: Vec<String> = d.ne.iter().map(|x| format!("{x:6}")).collect();
         let mut line = format!(
             "[{:4}/{:4}] {:<36} - [{}], type = {:>6}, ",
             i + 1,
