@@ -13,7 +13,6 @@ models=${SUPERINFER_MODELS:-$HOME/.cache/superinfer/models}
 input=${1:-$models/derived/qwen2.5-0.5b-F32.gguf}
 [ -f "$input" ] || { echo "no $input: run cargo test -p superinfer-tests --test quantize once" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-version=$("$bin/llama-quantize" --version 2>&1 | head -1 || true)
 entry() { # name file
   printf '"%s": {"size": %s, "sha256": "%s"}' "$1" "$(stat -c %s "$2")" "$(sha256sum "$2" | cut -d' ' -f1)"
 }
@@ -23,12 +22,13 @@ for t in Q4_0 Q8_0 Q4_K_M; do
   outs+=("    $(entry "$t" "$tmp/$t.gguf")")
   rm "$tmp/$t.gguf"
 done
+version=$(grep -m1 '^version:' "$tmp/Q4_0.log" | sed 's/^version: //')
 out=$root/tests/fixtures/quantize/qwen2.5-coder-0.5b.json
 mkdir -p "$(dirname "$out")"
 {
   echo '{'
   echo '  "made_by": "scripts/quantize/make-fixtures.sh: llama-quantize INPUT OUT TYPE 2",'
-  echo "  \"llama_cpp\": \"$version\","
+  echo "  \"llama_cpp\": \"llama-quantize $version\","
   echo "  \"input\": {\"file\": \"models/derived/qwen2.5-0.5b-F32.gguf (f32_copy of qwen2.5-coder-0.5b-instruct.gguf)\", $(entry x "$input" | sed 's/^"x": {//; s/}$//')},"
   echo '  "outputs": {'
   (IFS=$'\n'; echo "${outs[*]}" | sed '$!s/$/,/')
