@@ -97,11 +97,7 @@ impl ModelInfo {
     }
 
     pub fn n_gqa(&self) -> u32 {
-        if self.n_head_kv == 0 {
-            0
-        } else {
-            self.n_head / self.n_head_kv
-        }
+        self.n_head.checked_div(self.n_head_kv).unwrap_or(0)
     }
 }
 

@@ -166,7 +166,7 @@ fn fallback(t: &TensorDesc, ty: GgmlType) -> Result<(GgmlType, Option<String>)> 
     use GgmlType::*;
     let ncols = t.ne[0];
     let qk = ty.block_len() as u64;
-    if ncols % qk == 0 {
+    if ncols.is_multiple_of(qk) {
         return Ok((ty, None));
     }
     let mut warn = format!(
@@ -187,7 +187,7 @@ fn fallback(t: &TensorDesc, ty: GgmlType) -> Result<(GgmlType, Option<String>)> 
             )))
         }
     };
-    if ncols % r.block_len() as u64 != 0 {
+    if !ncols.is_multiple_of(r.block_len() as u64) {
         warn.push_str("(WARNING: must use F16 due to unusual shape) ");
         r = F16;
     }
@@ -276,7 +276,10 @@ impl Planner<'_> {
         if cat == C::Output || (self.has_tied_embeddings && cat == C::TokenEmbd) {
             if let Some(ty) = self.params.output_tensor_type {
                 new = ty;
-            } else if ft == MOSTLY_MXFP4_MOE || falcon || t.ne[0] % new.block_len() as u64 != 0 {
+            } else if ft == MOSTLY_MXFP4_MOE
+                || falcon
+                || !t.ne[0].is_multiple_of(new.block_len() as u64)
+            {
                 new = T::Q8_0;
             } else if iq_low || ft == MOSTLY_IQ3_XXS {
                 new = T::Q5_K;
@@ -345,15 +348,15 @@ impl Planner<'_> {
                 } else {
                     T::IQ3_XXS
                 };
-            } else if matches!(ft, MOSTLY_IQ3_XS | MOSTLY_IQ3_S) && n_gqa >= 4 {
-                new = T::Q4_K;
-            } else if ft == MOSTLY_IQ3_M {
+            } else if (matches!(ft, MOSTLY_IQ3_XS | MOSTLY_IQ3_S) && n_gqa >= 4)
+                || ft == MOSTLY_IQ3_M
+            {
                 new = T::Q4_K;
             } else if ft == MOSTLY_Q3_K_M {
                 new = if i < 2 { T::Q5_K } else { T::Q4_K };
-            } else if ft == MOSTLY_Q3_K_L {
-                new = T::Q5_K;
-            } else if matches!(ft, MOSTLY_IQ4_NL | MOSTLY_IQ4_XS) && n_gqa >= 4 {
+            } else if ft == MOSTLY_Q3_K_L
+                || (matches!(ft, MOSTLY_IQ4_NL | MOSTLY_IQ4_XS) && n_gqa >= 4)
+            {
                 new = T::Q5_K;
             } else if matches!(ft, MOSTLY_Q4_K_M | MOSTLY_Q5_K_M)
                 && use_more_bits(i, self.n_attention_wv)

@@ -1,6 +1,9 @@
 //! ggml's reference k-quant quantizers (`quantize_row_q{2,3,4,5,6}_K_ref`), which
 //! `ggml_quantize_chunk` runs when no importance matrix is given: the scale searches of
 //! [`super::search`], then the same rounding (`nearest_int(x / d)`) and bit packing.
+//! (Index loops on purpose: they follow ggml's C loop for loop, which is what makes the
+//! float operations happen in the same order.)
+#![allow(clippy::needless_range_loop)]
 
 use super::search::{make_q3_quants, make_qkx2_quants, make_qx_quants, nearest_int, GROUP_MAX_EPS};
 use crate::quant::kquants::{q2_k::BlockQ2K, q3_k::BlockQ3K, q4_k::BlockQ4K, q5_k::BlockQ5K};

@@ -1,6 +1,9 @@
 //! ggml's scale searches for the k-quants (ggml-quants.c: `make_qx_quants`,
 //! `make_q3_quants`, `make_qkx2_quants`), operation for operation: the same float
 //! expressions in the same order, so the chosen quants and scales are bit-identical.
+//! (Index loops on purpose: they follow ggml's C loop for loop, which is what makes the
+//! float operations happen in the same order.)
+#![allow(clippy::needless_range_loop)]
 
 pub use crate::quant::kquants::nearest_int;
 
