@@ -63,3 +63,31 @@ for t, (bs, ts) in TYPES.items():
 path = root / "core/testdata/quant/weights-quantize.bin"
 path.write_bytes(bytes(out))
 print(f"wrote {len(out)} bytes to {path}", file=sys.stderr)
+
+# With an importance matrix (kind 2: ... n_per_row u32, f32 input, f32 weights per column,
+# bytes), for the types `quantize_rows` takes one for: 2 rows of 512.
+out = bytearray()
+for t in (2, 3, 6, 7, 8, 12, 13, 14):
+    bs, ts = TYPES[t]
+    for case, scale in enumerate(SCALES):
+        n, npr = 1024, 512
+        x = [rng.gauss(0.0, 1.0) * scale for _ in range(n)]
+        if case == 5:
+            for i in range(256):
+                x[i] = 0.0
+        if case == 6:
+            x = [abs(v) + 0.01 for v in x]
+        qw = [rng.expovariate(1.0) * (100.0 if case == 2 else 1.0) for _ in range(npr)]
+        src = (ctypes.c_float * n)(*x)
+        im = (ctypes.c_float * npr)(*qw)
+        dst = (ctypes.c_uint8 * (n // bs * ts))()
+        size = ggml.ggml_quantize_chunk(t, src, dst, 0, n // npr, npr, im)
+        assert size == len(dst), (t, size, len(dst))
+        out.extend(b"QV")
+        out.extend(struct.pack("<BIIII", 2, t, n, len(dst), npr))
+        out.extend(bytes(src))
+        out.extend(bytes(im))
+        out.extend(bytes(dst))
+path = root / "core/testdata/quant/weights-imatrix.bin"
+path.write_bytes(bytes(out))
+print(f"wrote {len(out)} bytes to {path}", file=sys.stderr)

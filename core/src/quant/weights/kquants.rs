@@ -213,23 +213,27 @@ fn quantize_sub32(
         0.0
     };
     let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
-    let mut packed = [0u8; 12];
-    for j in 0..QK_K / 32 {
-        let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
-        let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
-        if j < 4 {
-            packed[j] = ls;
-            packed[j + 4] = lm;
-        } else {
-            packed[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
-            packed[j - 4] |= (ls >> 4) << 6;
-            packed[j] |= (lm >> 4) << 6;
-        }
-    }
+    let ls: [u8; 8] = core::array::from_fn(|j| (nearest_int(inv_scale * scales[j]) as u8).min(63));
+    let lm: [u8; 8] = core::array::from_fn(|j| (nearest_int(inv_min * mins[j]) as u8).min(63));
+    let packed = pack_sub32(&ls, &lm);
     let dh = to_h(max_scale / 63.0);
     let dminh = to_h(max_min / 63.0);
+    final_quants_sub32(x, &packed, dh, dminh, nmax, &mut l);
+    (packed, dh, dminh, l)
+}
+
+/// The quants of Q4_K / Q5_K once the packed scales and super-scales are fixed (a
+/// sub-block whose scale is 0 keeps the search's quants, as ggml).
+pub(super) fn final_quants_sub32(
+    x: &[f32],
+    packed: &[u8; 12],
+    dh: [u8; 2],
+    dminh: [u8; 2],
+    nmax: i32,
+    l: &mut [u8; QK_K],
+) {
     for j in 0..QK_K / 32 {
-        let (sc, m) = scale_min_k4(j, &packed);
+        let (sc, m) = scale_min_k4(j, packed);
         let d = h(dh) * sc as f32;
         if d == 0.0 {
             continue;
@@ -239,7 +243,23 @@ fn quantize_sub32(
             l[32 * j + ii] = nearest_int((x[32 * j + ii] + dm) / d).clamp(0, nmax) as u8;
         }
     }
-    (packed, dh, dminh, l)
+}
+
+/// Packs six-bit scales and mins as Q4_K / Q5_K store them.
+pub(super) fn pack_sub32(ls: &[u8; 8], lm: &[u8; 8]) -> [u8; 12] {
+    let mut packed = [0u8; 12];
+    for j in 0..QK_K / 32 {
+        let (ls, lm) = (ls[j], lm[j]);
+        if j < 4 {
+            packed[j] = ls;
+            packed[j + 4] = lm;
+        } else {
+            packed[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
+            packed[j - 4] |= (ls >> 4) << 6;
+            packed[j] |= (lm >> 4) << 6;
+        }
+    }
+    packed
 }
 
 pub fn quantize_q4_k(src: &[f32], dst: &mut [u8]) {
@@ -248,10 +268,14 @@ pub fn quantize_q4_k(src: &[f32], dst: &mut [u8]) {
         y.scales = scales;
         y.d = d;
         y.dmin = dmin;
-        for (n, j) in (0..QK_K).step_by(64).enumerate() {
-            for k in 0..32 {
-                y.qs[32 * n + k] = l[j + k] | (l[j + k + 32] << 4);
-            }
+        pack_q4_k(y, &l);
+    }
+}
+
+pub(super) fn pack_q4_k(y: &mut BlockQ4K, l: &[u8; QK_K]) {
+    for (n, j) in (0..QK_K).step_by(64).enumerate() {
+        for k in 0..32 {
+            y.qs[32 * n + k] = l[j + k] | (l[j + k + 32] << 4);
         }
     }
 }
@@ -262,6 +286,12 @@ pub fn quantize_q5_k(src: &[f32], dst: &mut [u8]) {
         y.scales = scales;
         y.d = d;
         y.dmin = dmin;
+        pack_q5_k(y, &l);
+    }
+}
+
+pub(super) fn pack_q5_k(y: &mut BlockQ5K, l: &[u8; QK_K]) {
+    {
         y.qh = [0; QK_K / 8];
         let (mut m1, mut m2) = (1u8, 2u8);
         for (nb, n) in (0..QK_K).step_by(64).enumerate() {
@@ -304,10 +334,25 @@ pub fn quantize_q6_k(src: &[f32], dst: &mut [u8]) {
                 max_scale = s;
             }
         }
+        finish_q6_k(x, y, &scales, max_scale, max_abs_scale, &mut l);
+    }
+}
+
+/// Q6_K once each 16-element group has its scale and search quants: the int8 scales, the
+/// final quants, the bit packing.
+pub(super) fn finish_q6_k(
+    x: &[f32],
+    y: &mut BlockQ6K,
+    scales: &[f32; QK_K / 16],
+    max_scale: f32,
+    max_abs_scale: f32,
+    l: &mut [i8; QK_K],
+) {
+    {
         if max_abs_scale < GROUP_MAX_EPS {
             *y = bytemuck::Zeroable::zeroed();
             y.d = to_h(0.0);
-            continue;
+            return;
         }
         let iscale = -128.0 / max_scale;
         y.d = to_h(1.0 / iscale);

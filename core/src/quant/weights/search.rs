@@ -249,3 +249,174 @@ pub fn make_qkx2_quants(
     }
     (scale, -min)
 }
+
+/// `make_qkx2_quants` for importance-weighted rows (`weights`, or `x²` without them): the
+/// same least-squares search, `max <= min` as the flat case. Returns `(scale, min)`.
+#[allow(clippy::too_many_arguments)]
+pub fn make_qkx3_quants(
+    x: &[f32],
+    nmax: i32,
+    weights: Option<&[f32]>,
+    l_out: &mut [u8],
+    laux: &mut [u8],
+    rmin: f32,
+    rdelta: f32,
+    nstep: i32,
+    use_mad: bool,
+) -> (f32, f32) {
+    let n = x.len();
+    let w = |i: usize| match weights {
+        Some(w) => w[i],
+        None => x[i] * x[i],
+    };
+    let mut min = x[0];
+    let mut max = x[0];
+    let mut sum_w = w(0);
+    let mut sum_x = sum_w * x[0];
+    for i in 1..n {
+        if x[i] < min {
+            min = x[i];
+        }
+        if x[i] > max {
+            max = x[i];
+        }
+        let wi = w(i);
+        sum_w += wi;
+        sum_x += wi * x[i];
+    }
+    if min > 0.0 {
+        min = 0.0;
+    }
+    if max <= min {
+        l_out[..n].fill(0);
+        return (0.0, -min);
+    }
+    let nmaxf = nmax as f32;
+    let mut iscale = nmaxf / (max - min);
+    let mut scale = 1.0 / iscale;
+    let err = |d: f32| if use_mad { libm::fabsf(d) } else { d * d };
+    let mut best_mad = 0.0f32;
+    for i in 0..n {
+        let l = nearest_int(iscale * (x[i] - min)).clamp(0, nmax);
+        l_out[i] = l as u8;
+        let diff = scale * l as f32 + min - x[i];
+        best_mad += w(i) * err(diff);
+    }
+    if nstep < 1 {
+        return (scale, -min);
+    }
+    for is in 0..=nstep {
+        iscale = (rmin + rdelta * is as f32 + nmaxf) / (max - min);
+        let (mut sum_l, mut sum_l2, mut sum_xl) = (0.0f32, 0.0f32, 0.0f32);
+        for i in 0..n {
+            let l = nearest_int(iscale * (x[i] - min)).clamp(0, nmax);
+            laux[i] = l as u8;
+            let (wi, lf) = (w(i), l as f32);
+            sum_l += wi * lf;
+            sum_l2 += wi * lf * lf;
+            sum_xl += wi * lf * x[i];
+        }
+        let d = sum_w * sum_l2 - sum_l * sum_l;
+        if d > 0.0 {
+            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / d;
+            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / d;
+            if this_min > 0.0 {
+                this_min = 0.0;
+                this_scale = sum_xl / sum_l2;
+            }
+            let mut mad = 0.0f32;
+            for i in 0..n {
+                let diff = this_scale * laux[i] as f32 + this_min - x[i];
+                mad += w(i) * err(diff);
+            }
+            if mad < best_mad {
+                l_out[..n].copy_from_slice(&laux[..n]);
+                best_mad = mad;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    (scale, -min)
+}
+
+/// Non-negative quants `L[i] ∈ [0, nmax]` of non-negative `x` (the k-quants' sub-block
+/// scales) with weights `qw`: nine trial scales, then up to five passes of single moves.
+/// Returns the scale.
+pub fn make_qp_quants(x: &[f32], nmax: i32, l_out: &mut [u8], qw: &[f32]) -> f32 {
+    let n = x.len();
+    let mut max = 0.0f32;
+    for &v in x {
+        max = if max > v { max } else { v };
+    }
+    if max < GROUP_MAX_EPS {
+        l_out[..n].fill(0);
+        return 0.0;
+    }
+    let nmaxf = nmax as f32;
+    let mut iscale = nmaxf / max;
+    for i in 0..n {
+        l_out[i] = nearest_int(iscale * x[i]) as u8;
+    }
+    let scale = 1.0 / iscale;
+    let mut best_mse = 0.0f32;
+    for i in 0..n {
+        let diff = x[i] - scale * l_out[i] as f32;
+        best_mse += qw[i] * diff * diff;
+    }
+    for is in -4i32..=4 {
+        if is == 0 {
+            continue;
+        }
+        let iscale_is = (0.1 * is as f32 + nmaxf) / max;
+        let scale_is = 1.0 / iscale_is;
+        let mut mse = 0.0f32;
+        for i in 0..n {
+            let l = nearest_int(iscale_is * x[i]).min(nmax);
+            let diff = x[i] - scale_is * l as f32;
+            mse += qw[i] * diff * diff;
+        }
+        if mse < best_mse {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    let (mut sumlx, mut suml2) = (0.0f32, 0.0f32);
+    for i in 0..n {
+        let l = nearest_int(iscale * x[i]).min(nmax);
+        l_out[i] = l as u8;
+        let w = qw[i];
+        sumlx += w * x[i] * l as f32;
+        suml2 += w * l as f32 * l as f32;
+    }
+    for _ in 0..5 {
+        let mut n_changed = 0;
+        for i in 0..n {
+            let w = qw[i];
+            let li = l_out[i] as f32;
+            let mut slx = sumlx - w * x[i] * li;
+            let mut sl2 = suml2 - w * li * li;
+            if slx > 0.0 && sl2 > 0.0 {
+                let new_l = nearest_int(x[i] * sl2 / slx).min(nmax);
+                if new_l != l_out[i] as i32 {
+                    slx += w * x[i] * new_l as f32;
+                    sl2 += w * new_l as f32 * new_l as f32;
+                    if slx * slx * suml2 > sumlx * sumlx * sl2 {
+                        l_out[i] = new_l as u8;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        n_changed += 1;
+                    }
+                }
+            }
+        }
+        if n_changed == 0 {
+            break;
+        }
+    }
+    if suml2 > 0.0 {
+        sumlx / suml2
+    } else {
+        0.0
+    }
+}
