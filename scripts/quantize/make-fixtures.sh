@@ -22,6 +22,12 @@ for t in Q4_0 Q8_0 Q4_K_M; do
   outs+=("    $(entry "$t" "$tmp/$t.gguf")")
   rm "$tmp/$t.gguf"
 done
+# with the synthetic imatrix the test writes (tests/src/imatrix.rs), named relative to the
+# models dir as the test names it (the name is stored in quantize.imatrix.file)
+[ -f "$models/derived/qwen2.5-0.5b-imatrix.gguf" ] || { echo "no imatrix: run the test once" >&2; exit 1; }
+(cd "$models" && "$bin/llama-quantize" --imatrix derived/qwen2.5-0.5b-imatrix.gguf "$input" "$tmp/Q4_0i.gguf" Q4_0 2 > "$tmp/Q4_0i.log" 2>&1)
+outs+=("    $(entry "Q4_0+imatrix" "$tmp/Q4_0i.gguf")")
+rm "$tmp/Q4_0i.gguf"
 version=$(grep -m1 '^version:' "$tmp/Q4_0.log" | sed 's/^version: //')
 out=$root/tests/fixtures/quantize/qwen2.5-coder-0.5b.json
 mkdir -p "$(dirname "$out")"

@@ -3,13 +3,16 @@
 //! file the pinned llama-quantize wrote from the same input
 //! (tests/fixtures/quantize/qwen2.5-coder-0.5b.json, made by
 //! scripts/quantize/make-fixtures.sh): the same metadata, tensor order, per-tensor types
-//! (Q4_K_M's mix and its Q5_0 / Q8_0 fallbacks for 896-column rows) and block bytes.
+//! (Q4_K_M's mix and its Q5_0 / Q8_0 fallbacks for 896-column rows) and block bytes; and
+//! Q4_0 with a synthetic importance matrix (tests/src/imatrix.rs: the weighted Q4_0 / Q4_1
+//! quantizers, the imatrix keys, Q4_1 for the first ffn_down layers).
 
 use std::io::Read;
 use std::path::Path;
 
 use superinfer_runtime::quantize::{self, QuantizeOptions};
-use superinfer_tests::{f32_copy, fixtures_dir, QWEN_05B};
+use superinfer_tests::imatrix::synthetic_imatrix;
+use superinfer_tests::{f32_copy, fixtures_dir, models_dir, QWEN_05B};
 
 fn sha256_file(path: &Path) -> String {
     let mut f = std::fs::File::open(path).unwrap();
@@ -38,13 +41,22 @@ fn qwen_f32_copy_quantizes_to_llama_quantize_bytes() {
     let fx: serde_json::Value = serde_json::from_str(&text).unwrap();
     let dir = std::env::temp_dir().join(format!("superinfer-quantize-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // the imatrix by a path relative to the models dir: its name is written into the file
+    // (`quantize.imatrix.file`), so it must be the one the fixture script gave llama-quantize
+    synthetic_imatrix(&superinfer_tests::require_model(QWEN_05B), "qwen2.5-0.5b");
+    std::env::set_current_dir(models_dir()).unwrap();
     let mut failures = Vec::new();
-    for ty in ["Q4_0", "Q8_0", "Q4_K_M"] {
-        let want = &fx["outputs"][ty];
+    for case in ["Q4_0", "Q8_0", "Q4_K_M", "Q4_0+imatrix"] {
+        let want = &fx["outputs"][case];
+        let (ty, im) = match case.split_once('+') {
+            Some((ty, _)) => (ty, Some("derived/qwen2.5-0.5b-imatrix.gguf".into())),
+            None => (case, None),
+        };
         let out = dir.join(format!("{ty}.gguf"));
         let (ftype, name) = quantize::parse_ftype(ty).unwrap();
         let opts = QuantizeOptions {
             threads: 2,
+            imatrix: im,
             ..QuantizeOptions::new(ftype, name)
         };
         let report = quantize::quantize(&input, &out, &opts, &mut |_| {}).unwrap();
@@ -54,7 +66,7 @@ fn qwen_f32_copy_quantizes_to_llama_quantize_bytes() {
         assert_eq!(report.n_tensors, 291);
         if Some(size) != want["size"].as_u64() || Some(sha.as_str()) != want["sha256"].as_str() {
             failures.push(format!(
-                "{ty}: {size} bytes sha256 {sha}, llama-quantize wrote {} bytes sha256 {}",
+                "{case}: {size} bytes sha256 {sha}, llama-quantize wrote {} bytes sha256 {}",
                 want["size"], want["sha256"]
             ));
         }

@@ -7,6 +7,7 @@
 //! goes to a temporary name beside the output and is renamed into place when complete.
 
 mod error;
+pub mod imatrix;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -37,7 +38,8 @@ pub struct QuantizeOptions {
     pub leave_output_tensor: bool,
     pub output_tensor_type: Option<GgmlType>,
     pub token_embedding_type: Option<GgmlType>,
-    /// `--imatrix`: an importance matrix file (refused for now, see [`quantize`]).
+    /// `--imatrix`: an importance matrix file (llama-imatrix's GGUF or legacy format); the
+    /// types without an importance path here are refused with it.
     pub imatrix: Option<PathBuf>,
 }
 
@@ -163,6 +165,8 @@ pub(crate) struct Job<'a> {
     pub desc: TensorDesc,
     pub data: &'a [u8],
     pub plan: Planned,
+    /// The importance weights (`ne[0]` per expert) when the tensor is converted with them.
+    pub imatrix: Option<&'a [f32]>,
 }
 
 /// Quantizes `input` into `output` as `llama-quantize` does, calling `log` with each line
@@ -174,15 +178,11 @@ pub fn quantize(
     log: &mut dyn FnMut(&str),
 ) -> Result<QuantizeReport, QuantizeError> {
     let t0 = Instant::now();
-    if let Some(im) = &opts.imatrix {
-        return Err(QuantizeError::Unsupported(format!(
-            "--imatrix {}: importance matrices are not supported yet for {} \
-             (this build's quantizers have no imatrix path); quantize without --imatrix",
-            im.display(),
-            opts.ftype_name
-        )));
-    }
     error::check_distinct(input, output)?;
+    let im = match &opts.imatrix {
+        Some(p) => Some((p, imatrix::load(p)?)).filter(|(_, m)| !m.entries.is_empty()),
+        None => None,
+    };
     let files = ModelFiles::open(input).map_err(|e| QuantizeError::input(input, &e))?;
     let f = files.parse().map_err(|e| QuantizeError::input(input, &e))?;
     let model = ModelInfo::from_gguf(&f).map_err(|e| QuantizeError::input(input, &e))?;
@@ -193,15 +193,20 @@ pub fn quantize(
         pure: opts.pure,
         quantize_output_tensor: !opts.leave_output_tensor,
         only_copy: opts.ftype_name == "COPY",
-        has_imatrix: false,
+        has_imatrix: im.is_some(),
     };
-    let jobs = plan(&f, &model, &params, opts)?;
+    let entries = im.as_ref().map(|(_, m)| &m.entries);
+    let jobs = plan(&f, &model, &params, opts, entries)?;
     for j in &jobs {
         if let Some(w) = &j.plan.fallback_warning {
             log(w);
         }
     }
-    let header = header(&f, &jobs, opts.ftype)?;
+    let overrides = match &im {
+        Some((p, m)) => imatrix_keys(p, m),
+        None => Vec::new(),
+    };
+    let header = header(&f, &jobs, opts.ftype, overrides)?;
     let (size_in, size_out, n_elements) =
         write::write_file(output, &header, &jobs, opts.threads.max(1), log)?;
     Ok(QuantizeReport {
@@ -224,6 +229,7 @@ fn plan<'a>(
     model: &ModelInfo,
     params: &MixParams,
     opts: &QuantizeOptions,
+    imatrix: Option<&'a std::collections::HashMap<String, Vec<f32>>>,
 ) -> Result<Vec<Job<'a>>, QuantizeError> {
     let names: Vec<&str> = f.tensors().iter().map(|t| t.name).collect();
     let order = mix::tensor_order(&names);
@@ -271,10 +277,38 @@ fn plan<'a>(
                 )));
             }
         }
+        let im = match imatrix.and_then(|m| m.get(t.name)) {
+            Some(v) if plan.target != t.ty => {
+                if v.len() as u64 == desc.ne[0] * desc.ne[2] {
+                    Some(v.as_slice())
+                } else if mix::category(t.name) == mix::Category::TokenEmbd {
+                    None
+                } else {
+                    return Err(QuantizeError::Input(format!(
+                        "imatrix size {} is different from tensor size {} for {}",
+                        v.len(),
+                        desc.ne[0] * desc.ne[2],
+                        t.name
+                    )));
+                }
+            }
+            _ => None,
+        };
+        if im.is_some() && !weights::supports_imatrix(plan.target) {
+            return Err(QuantizeError::Unsupported(format!(
+                "--imatrix is not supported yet for {} (tensor {} would be {}, which has no \
+                 importance-matrix quantizer here: types with one are q4_0, q4_1, q5_0, q5_1, \
+                 q8_0, q4_K, q5_K, q6_K); quantize without --imatrix",
+                opts.ftype_name,
+                t.name,
+                mix::ggml_name(plan.target)
+            )));
+        }
         jobs.push(Job {
             desc,
             data: f.tensor_data(t),
             plan,
+            imatrix: im,
         });
     }
     Ok(jobs)
@@ -283,21 +317,57 @@ fn plan<'a>(
 /// The header llama.cpp's `gguf_write` writes for the output: the input's key-value pairs
 /// in order (split keys dropped), `general.quantization_version` and `general.file_type`
 /// removed and appended, then the tensor directory with the new types.
-fn header(f: &GgufFile<'_>, jobs: &[Job<'_>], ftype: FileType) -> Result<Vec<u8>, QuantizeError> {
+fn header(
+    f: &GgufFile<'_>,
+    jobs: &[Job<'_>],
+    ftype: FileType,
+    overrides: Vec<(&'static str, MetaValue)>,
+) -> Result<Vec<u8>, QuantizeError> {
     const MOVED: [&str; 2] = ["general.quantization_version", "general.file_type"];
     const DROPPED: [&str; 3] = ["split.no", "split.count", "split.tensors.count"];
+    let overridden = |k: &str| overrides.iter().any(|(o, _)| *o == k);
     let mut w = GgufWriter::new();
     for (k, v) in f.metadata() {
-        if !MOVED.contains(k) && !DROPPED.contains(k) {
+        if !MOVED.contains(k) && !DROPPED.contains(k) && !overridden(k) {
             w.meta(*k, MetaValue::from_value(v));
         }
     }
     w.meta(MOVED[0], MetaValue::U32(QNT_VERSION));
     w.meta(MOVED[1], MetaValue::U32(ftype.id()));
+    for (k, v) in overrides {
+        w.meta(k, v);
+    }
     for j in jobs {
         let d = &j.desc;
         w.declare(d.name.as_str(), &d.ne[..d.n_dims], j.plan.target)
             .map_err(|e| QuantizeError::Plan(e.to_string()))?;
     }
     Ok(w.header().0)
+}
+
+/// The keys llama-quantize adds for an importance matrix (its KV overrides, in order).
+fn imatrix_keys(path: &Path, m: &imatrix::Imatrix) -> Vec<(&'static str, MetaValue)> {
+    // strncpy into a 128-byte field: at most 127 bytes
+    let cut = |s: &str| {
+        let b = s.as_bytes();
+        String::from_utf8_lossy(&b[..b.len().min(127)]).into_owned()
+    };
+    let mut v = vec![(
+        "quantize.imatrix.file",
+        MetaValue::String(cut(&path.to_string_lossy())),
+    )];
+    if let Some(d) = m.datasets.first() {
+        v.push(("quantize.imatrix.dataset", MetaValue::String(cut(d))));
+    }
+    v.push((
+        "quantize.imatrix.entries_count",
+        MetaValue::U32(m.entries.len() as u32),
+    ));
+    if m.chunk_count > 0 {
+        v.push((
+            "quantize.imatrix.chunks_count",
+            MetaValue::U32(m.chunk_count.unsigned_abs() as u32),
+        ));
+    }
+    v
 }

@@ -120,16 +120,31 @@ fn convert(
             .chunks(chunk_rows * src_row)
             .zip(dst.chunks_mut(chunk_rows * dst_row))
             .collect();
-        let queue = Mutex::new(work.into_iter());
+        let queue = Mutex::new(work.into_iter().enumerate());
+        let rows_per_expert = j.desc.ne[1] as usize;
         let worker = || {
             let mut f32s = Vec::new();
             loop {
                 let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
-                let Some((s, d)) = next else { break };
+                let Some((k, (s, d))) = next else { break };
                 f32s.resize(s.len() / src_row * cols, 0.0f32);
-                // both types were checked to be readable / writable when planning
+                // both types were checked to be readable / writable (and the importance
+                // weights to fit) when planning
                 quant::dequantize_row(src_ty, s, &mut f32s).expect("readable type");
-                weights::quantize(dst_ty, &f32s, d).expect("writable type");
+                let Some(im) = j.imatrix else {
+                    weights::quantize(dst_ty, &f32s, d).expect("writable type");
+                    continue;
+                };
+                let row0 = first + k * chunk_rows;
+                for (r, (x, y)) in f32s
+                    .chunks_exact(cols)
+                    .zip(d.chunks_exact_mut(dst_row))
+                    .enumerate()
+                {
+                    let e = (row0 + r) / rows_per_expert.max(1);
+                    let qw = &im[e * cols..(e + 1) * cols];
+                    weights::quantize_rows(dst_ty, x, y, cols, Some(qw)).expect("importance type");
+                }
             }
         };
         std::thread::scope(|scope| {
