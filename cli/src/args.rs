@@ -42,6 +42,43 @@ pub enum Command {
     /// (OUT_PREFIX-00001-of-0000N.gguf, ...), loadable by superinfer, llama.cpp and wllama.
     #[command(name = "gguf-split")]
     GgufSplit(GgufSplitArgs),
+    /// Quantize a GGUF model as llama.cpp's llama-quantize does (same per-tensor types, same
+    /// bytes): IN.gguf OUT.gguf TYPE (Q4_0, Q8_0, Q4_K_M, Q5_K_M, Q6_K, F16, ...).
+    Quantize(QuantizeArgs),
+}
+
+#[derive(Args)]
+pub struct QuantizeArgs {
+    /// The model to quantize (F32, F16 or BF16 for the best quality).
+    pub input: PathBuf,
+    /// The file to write (written beside it under a temporary name, then renamed).
+    pub output: PathBuf,
+    /// The type, as llama-quantize names it: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S,
+    /// Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, MXFP4_MOE, F16,
+    /// BF16, F32, COPY (or its llama_ftype number).
+    #[arg(value_name = "TYPE")]
+    pub ftype: String,
+    /// Threads converting tensors (0: all cores).
+    #[arg(short = 't', long = "threads", default_value_t = 0)]
+    pub threads: usize,
+    /// Allow converting tensors that are already quantized (lower quality than from F16).
+    #[arg(long = "allow-requantize")]
+    pub allow_requantize: bool,
+    /// An importance matrix (llama-imatrix's file); not supported yet: refused with an error.
+    #[arg(long = "imatrix", value_name = "FILE")]
+    pub imatrix: Option<PathBuf>,
+    /// Every quantizable tensor in TYPE itself, without the mix's per-tensor choices.
+    #[arg(long = "pure")]
+    pub pure: bool,
+    /// The type of output.weight (and of tied token embeddings).
+    #[arg(long = "output-tensor-type", value_name = "T")]
+    pub output_tensor_type: Option<String>,
+    /// The type of token_embd.weight.
+    #[arg(long = "token-embedding-type", value_name = "T")]
+    pub token_embedding_type: Option<String>,
+    /// Leave output.weight as it is.
+    #[arg(long = "leave-output-tensor")]
+    pub leave_output_tensor: bool,
 }
 
 #[derive(Args)]

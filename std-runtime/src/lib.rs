@@ -12,6 +12,7 @@ pub mod mem;
 mod model_files;
 pub mod perplexity;
 pub mod pool;
+pub mod quantize;
 pub mod scheduler;
 mod service;
 mod session;

@@ -4,6 +4,7 @@
 
 pub mod agreement;
 pub mod batch;
+pub mod imatrix;
 pub mod iq4;
 pub mod json_schema;
 pub mod reference;

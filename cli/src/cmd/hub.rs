@@ -64,6 +64,6 @@ pub fn resolve(c: &mut Command) -> Result<(), String> {
         Command::Tokenize(a) => model(&mut a.model.model, &a.model.hub),
         Command::Perplexity(a) => model(&mut a.model.model, &a.model.hub),
         Command::Info(a) => model(&mut a.model, &a.hub),
-        Command::Isas | Command::GgufSplit(_) => Ok(()),
+        Command::Isas | Command::GgufSplit(_) | Command::Quantize(_) => Ok(()),
     }
 }

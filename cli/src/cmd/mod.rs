@@ -7,6 +7,7 @@ pub mod grammar;
 pub mod hub;
 pub mod info;
 pub mod perplexity;
+pub mod quantize;
 pub mod run;
 pub mod serve;
 mod spec;

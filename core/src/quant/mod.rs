@@ -11,8 +11,10 @@ pub mod interleaved;
 pub mod iq4;
 pub mod kquants;
 pub mod legacy;
+pub mod mix;
 pub mod mxfp4;
 mod types;
+pub mod weights;
 
 #[cfg(test)]
 mod tests;
