@@ -128,7 +128,10 @@ fn dense_lora(
     out: &mut [f32],
     l: LayerLora<'_, '_>,
 ) -> Result<()> {
-    let (gate, up) = (l.step.touches(l.il, Proj::Gate), l.step.touches(l.il, Proj::Up));
+    let (gate, up) = (
+        l.step.touches(l.il, Proj::Gate),
+        l.step.touches(l.il, Proj::Up),
+    );
     let down = l.step.touches(l.il, Proj::Down);
     if !gate && !up && !down {
         return dense(k, par, h, f, glu, x, n, out);

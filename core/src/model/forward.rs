@@ -362,7 +362,11 @@ fn attention_block(
         project_many(k, par, &mut s.act, qkv, &s.xb, n, outs)?;
     }
     if !lora.sets.is_empty() {
-        for (p, out) in [(Proj::Q, &mut s.q), (Proj::K, &mut s.k), (Proj::V, &mut s.v)] {
+        for (p, out) in [
+            (Proj::Q, &mut s.q),
+            (Proj::K, &mut s.k),
+            (Proj::V, &mut s.v),
+        ] {
             add_lora(par, lora, &mut s.lora, il, p, &s.xb, n, out);
         }
     }

@@ -29,7 +29,9 @@ impl StepLora<'_> {
     pub fn touches(&self, il: usize, p: Proj) -> bool {
         self.slots.iter().any(|&s| {
             self.sets.get(s as usize).is_some_and(|set| {
-                set.items().iter().any(|l| l.adapter.weight(il, p).is_some())
+                set.items()
+                    .iter()
+                    .any(|l| l.adapter.weight(il, p).is_some())
             })
         })
     }
@@ -57,7 +59,10 @@ pub fn add_lora(
     out: &mut [f32],
 ) {
     for (g, set) in lora.sets.iter().enumerate() {
-        let changes = set.items().iter().any(|l| l.adapter.weight(il, p).is_some());
+        let changes = set
+            .items()
+            .iter()
+            .any(|l| l.adapter.weight(il, p).is_some());
         if !changes {
             continue;
         }

@@ -21,7 +21,10 @@ pub enum LoraError {
     /// The base tensor exists but adapters on it are not supported yet.
     Unsupported { tensor: String, why: &'static str },
     /// Only one of the pair is in the file.
-    MissingHalf { tensor: String, missing: &'static str },
+    MissingHalf {
+        tensor: String,
+        missing: &'static str,
+    },
     /// A or B does not fit the base tensor (`[n_in, r]` and `[r, n_out]` in ggml order).
     Shape {
         tensor: String,

@@ -105,9 +105,8 @@ impl LoraAdapter {
     /// Reads an adapter file for the model `w`. Norm tensors (`*_norm.weight`) are skipped
     /// as llama.cpp skips them.
     pub fn from_gguf(f: &GgufFile<'_>, w: &Weights<'_>) -> Result<LoraAdapter> {
-        let text = |key: &str| -> Result<String> {
-            Ok(f.get_str(key)?.unwrap_or_default().to_string())
-        };
+        let text =
+            |key: &str| -> Result<String> { Ok(f.get_str(key)?.unwrap_or_default().to_string()) };
         let general_type = text("general.type")?;
         if general_type != "adapter" {
             return Err(lora(LoraError::NotAnAdapter { general_type }));
@@ -146,7 +145,8 @@ impl LoraAdapter {
             return Err(lora(LoraError::Empty));
         }
         let n_layer = w.layers.len();
-        let mut layers: Vec<[Option<LoraWeight>; 7]> = (0..n_layer).map(|_| Default::default()).collect();
+        let mut layers: Vec<[Option<LoraWeight>; 7]> =
+            (0..n_layer).map(|_| Default::default()).collect();
         let mut key = 0x243f_6a88_85a3_08d3u64 ^ alpha.to_bits() as u64;
         for (&name, &[a, b]) in &pairs {
             let (a, b) = match (a, b) {
@@ -236,7 +236,9 @@ fn locate(w: &Weights<'_>, name: &str) -> Result<(usize, Proj)> {
         })
     };
     if name == "token_embd.weight" || name == "output.weight" {
-        return Err(unsupported("only the layers' attention and FFN projections take adapters"));
+        return Err(unsupported(
+            "only the layers' attention and FFN projections take adapters",
+        ));
     }
     let Some(rest) = name.strip_prefix("blk.") else {
         return Err(no_base());
@@ -272,7 +274,11 @@ fn locate(w: &Weights<'_>, name: &str) -> Result<(usize, Proj)> {
 }
 
 /// Layer `il`'s matrix for `p` (a dense FFN's for the FFN projections).
-pub(crate) fn base_matrix<'w, 'a>(w: &'w Weights<'a>, il: usize, p: Proj) -> Option<&'w QMatrix<'a>> {
+pub(crate) fn base_matrix<'w, 'a>(
+    w: &'w Weights<'a>,
+    il: usize,
+    p: Proj,
+) -> Option<&'w QMatrix<'a>> {
     let l = w.layers.get(il)?;
     let ffn = match &l.ffn {
         Ffn::Dense(d) => Some(d),

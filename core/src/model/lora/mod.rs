@@ -22,8 +22,8 @@ mod apply;
 mod error;
 mod load;
 
-pub(super) use apply::{add_lora, LoraScratch, StepLora};
 pub use apply::NO_SLOT;
+pub(super) use apply::{add_lora, LoraScratch, StepLora};
 pub use error::LoraError;
 pub use load::{LoraAdapter, LoraWeight, Proj};
 
