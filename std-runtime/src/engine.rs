@@ -214,10 +214,17 @@ impl Engine {
     pub fn load_lora(&self, path: &Path) -> Result<Arc<LoraAdapter>, Error> {
         let bytes = std::fs::read(path)
             .map_err(|e| Error::Usage(format!("LoRA adapter {}: {e}", path.display())))?;
-        let f = GgufFile::parse(&bytes).map_err(|e| Error::model(path, e))?;
-        let adapter =
-            LoraAdapter::from_gguf(&f, self.weights()).map_err(|e| Error::model(path, e))?;
-        Ok(Arc::new(adapter))
+        self.lora_from_bytes(&bytes)
+            .map_err(|e| Error::model(path, e))
+    }
+
+    /// [`Self::load_lora`] from an adapter file's bytes.
+    pub fn lora_from_bytes(
+        &self,
+        bytes: &[u8],
+    ) -> Result<Arc<LoraAdapter>, superinfer_core::Error> {
+        let f = GgufFile::parse(bytes)?;
+        Ok(Arc::new(LoraAdapter::from_gguf(&f, self.weights())?))
     }
 
     /// The adapter set of `(file, scale)` pairs, read with [`Self::load_lora`] (`None` when

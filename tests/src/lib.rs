@@ -6,6 +6,7 @@ pub mod agreement;
 pub mod batch;
 pub mod iq4;
 pub mod json_schema;
+pub mod lora;
 pub mod reference;
 pub mod sha256;
 pub mod synth;
