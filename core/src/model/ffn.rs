@@ -23,6 +23,7 @@ pub(super) fn glu(k: &Kernels, a: Activation) -> Glu {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn ffn_block(
     w: &Weights<'_>,
     s: &mut Scratch,
