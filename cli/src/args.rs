@@ -198,6 +198,8 @@ pub struct RunArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub cache: CacheArgs,
+    #[command(flatten)]
+    pub lora: crate::cmd::lora::LoraArgs,
     /// Prompt text (special tokens written in it are parsed as special tokens).
     #[arg(short = 'p', long = "prompt")]
     pub prompt: String,
@@ -333,6 +335,8 @@ pub struct ChatArgs {
     #[command(flatten)]
     pub cache: CacheArgs,
     #[command(flatten)]
+    pub lora: crate::cmd::lora::LoraArgs,
+    #[command(flatten)]
     pub sampling: SamplingArgs,
     #[command(flatten)]
     pub spec: SpecArgs,
@@ -373,6 +377,8 @@ pub struct PerplexityArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub cache: CacheArgs,
+    #[command(flatten)]
+    pub lora: crate::cmd::lora::LoraArgs,
     /// Text file to score.
     #[arg(short = 'f', long = "file")]
     pub file: PathBuf,
@@ -443,6 +449,8 @@ pub struct BenchArgs {
     pub n_parallel: Vec<usize>,
     #[command(flatten)]
     pub cache: CacheArgs,
+    #[command(flatten)]
+    pub lora: crate::cmd::lora::LoraArgs,
     /// Thread counts to test, comma separated (default: all cores).
     #[arg(short = 't', long = "threads", value_delimiter = ',')]
     pub threads: Vec<usize>,

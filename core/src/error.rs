@@ -76,6 +76,8 @@ pub enum Error {
         available: usize,
     },
     InvalidArgument(String),
+    /// A LoRA adapter that cannot be used with this model (the problem names the tensor).
+    Lora(crate::model::lora::LoraError),
 }
 
 impl fmt::Display for Error {
@@ -137,6 +139,7 @@ impl fmt::Display for Error {
                 crate::ops::attention::BLOCK
             ),
             InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Lora(e) => write!(f, "{e}"),
         }
     }
 }

@@ -13,6 +13,9 @@
 // positions, llama.cpp's own consistency between its two ways of computing them; with
 // FIXTURES_COMPARE_UBATCH=N, the test's measures (top-1 on decisive positions, mean KL over
 // the top-32) between the batch and the same batch run in ubatches of N tokens.
+// With FIXTURES_LORA=FILE[:SCALE][,FILE[:SCALE]...], the context runs under those LoRA
+// adapters (llama_adapter_lora_init + llama_set_adapters_lora; scale 1 by default), as
+// llama.cpp's --lora / --lora-scaled (scripts/lora/make-fixtures.sh).
 // Built and run by scripts/moe/llama-fixtures.sh against the pinned llama.cpp.
 
 #include "llama.h"
@@ -149,6 +152,41 @@ int main(int argc, char ** argv) {
         die("cannot create a context");
     }
 
+    // FIXTURES_LORA: the adapters every context runs under
+    std::vector<llama_adapter_lora *> loras;
+    std::vector<float> lora_scales;
+    if (const char * env = getenv("FIXTURES_LORA")) {
+        std::string list = env;
+        size_t at = 0;
+        while (at <= list.size()) {
+            size_t end = list.find(',', at);
+            if (end == std::string::npos) {
+                end = list.size();
+            }
+            std::string item = list.substr(at, end - at);
+            at = end + 1;
+            if (item.empty()) {
+                continue;
+            }
+            float scale = 1.0f;
+            size_t colon = item.rfind(':');
+            if (colon != std::string::npos) {
+                scale = strtof(item.c_str() + colon + 1, nullptr);
+                item = item.substr(0, colon);
+            }
+            llama_adapter_lora * a = llama_adapter_lora_init(model, item.c_str());
+            if (!a) {
+                die("cannot load the LoRA adapter " + item);
+            }
+            loras.push_back(a);
+            lora_scales.push_back(scale);
+            fprintf(stderr, "llama-fixtures: LoRA %s at scale %g\n", item.c_str(), scale);
+        }
+        if (llama_set_adapters_lora(ctx, loras.data(), loras.size(), lora_scales.data()) != 0) {
+            die("llama_set_adapters_lora failed");
+        }
+    }
+
     // FIXTURES_COMPARE_UBATCH=N: also run the teacher-forced pass in ubatches of N tokens (other
     // kernels: e.g. flash attention's F16 path below 64 query rows, its F32 tiled path from 64)
     // and report how far llama.cpp's two results are apart, with the test's own measures: a
@@ -158,6 +196,9 @@ int main(int argc, char ** argv) {
         llama_context_params cp2 = cp;
         cp2.n_ubatch = atoi(getenv("FIXTURES_COMPARE_UBATCH"));
         ctx2 = llama_init_from_model(model, cp2);
+        if (!loras.empty() && llama_set_adapters_lora(ctx2, loras.data(), loras.size(), lora_scales.data()) != 0) {
+            die("llama_set_adapters_lora failed");
+        }
     }
     double cmp_kl = 0, cmp_kl_max = 0;
     int cmp_n = 0, cmp_dec = 0, cmp_agree = 0;

@@ -2,11 +2,13 @@
 //! `Session`s.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use superinfer_core::generate::Model;
 use superinfer_core::gguf::{keys, GgufFile};
 use superinfer_core::kernels::{self, Isa, Kernels};
+use superinfer_core::model::lora::{Lora, LoraAdapter, LoraSet};
 use superinfer_core::model::{Config, Weights};
 use superinfer_core::parallel::Parallel;
 use superinfer_core::tokenizer::Tokenizer;
@@ -205,6 +207,40 @@ impl Engine {
             )));
         }
         Ok(n_ctx)
+    }
+
+    /// Reads a LoRA adapter (llama.cpp's GGUF format) for this model: checked against its
+    /// architecture and tensors, copied into memory (the file is not kept open).
+    pub fn load_lora(&self, path: &Path) -> Result<Arc<LoraAdapter>, Error> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::Usage(format!("LoRA adapter {}: {e}", path.display())))?;
+        self.lora_from_bytes(&bytes)
+            .map_err(|e| Error::model(path, e))
+    }
+
+    /// [`Self::load_lora`] from an adapter file's bytes.
+    pub fn lora_from_bytes(
+        &self,
+        bytes: &[u8],
+    ) -> Result<Arc<LoraAdapter>, superinfer_core::Error> {
+        let f = GgufFile::parse(bytes)?;
+        Ok(Arc::new(LoraAdapter::from_gguf(&f, self.weights())?))
+    }
+
+    /// The adapter set of `(file, scale)` pairs, read with [`Self::load_lora`] (`None` when
+    /// the list is empty: the base model). Their terms are summed in this order.
+    pub fn lora_set(
+        &self,
+        adapters: &[(std::path::PathBuf, f32)],
+    ) -> Result<Option<LoraSet>, Error> {
+        let mut items = Vec::with_capacity(adapters.len());
+        for (path, scale) in adapters {
+            items.push(Lora {
+                adapter: self.load_lora(path)?,
+                scale: *scale,
+            });
+        }
+        Ok(LoraSet::new(items))
     }
 
     /// A new session with its own KV cache.

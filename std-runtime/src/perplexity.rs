@@ -21,6 +21,8 @@ pub struct PerplexityOptions {
     /// KV cache types for keys and values (`-ctk` / `-ctv`).
     pub cache_type_k: KvType,
     pub cache_type_v: KvType,
+    /// LoRA adapters the text is scored under (`None`: the base model).
+    pub lora: Option<superinfer_core::model::lora::LoraSet>,
 }
 
 impl Default for PerplexityOptions {
@@ -31,6 +33,7 @@ impl Default for PerplexityOptions {
             max_chunks: 0,
             cache_type_k: KvType::F16,
             cache_type_v: KvType::F16,
+            lora: None,
         }
     }
 }
@@ -129,6 +132,7 @@ pub fn perplexity(
         cache_type_k: opts.cache_type_k,
         cache_type_v: opts.cache_type_v,
     })?;
+    session.set_lora(opts.lora.clone());
     let mut total = Perplexity::default();
     let mut chunk = vec![0u32; n_ctx];
     for i in 0..n_chunks {

@@ -5,6 +5,7 @@
 use std::ops::ControlFlow;
 use std::path::Path;
 
+use superinfer_runtime::core::model::lora::LoraSet;
 use superinfer_runtime::core::sampler::{Sampler, SamplerConfig};
 use superinfer_runtime::{Engine, EngineOptions, SessionOptions, StopReason};
 
@@ -47,6 +48,17 @@ pub fn sequence(case: &serde_json::Value) -> Vec<u32> {
 /// near-tie for llama.cpp) and the mean KL(llama.cpp ‖ ours) over the 32 listed tokens must
 /// be ≤ 0.01 nats.
 pub fn teacher_forced_agrees(e: &Engine, cases: &serde_json::Value, label: &str) {
+    teacher_forced_agrees_lora(e, cases, label, None)
+}
+
+/// [`teacher_forced_agrees`] under the LoRA adapters `lora` (llama.cpp's fixture made with
+/// the same adapters and scales).
+pub fn teacher_forced_agrees_lora(
+    e: &Engine,
+    cases: &serde_json::Value,
+    label: &str,
+    lora: Option<LoraSet>,
+) {
     let (mut decisive, mut agree, mut kl_sum, mut kl_n, mut kl_max) =
         (0usize, 0usize, 0.0f64, 0usize, 0.0f64);
     for case in cases.as_array().unwrap() {
@@ -54,6 +66,7 @@ pub fn teacher_forced_agrees(e: &Engine, cases: &serde_json::Value, label: &str)
         let positions = case["positions"].as_array().unwrap();
         assert_eq!(positions.len(), seq.len(), "fixture positions vs tokens");
         let mut s = e.session(&SessionOptions::with_ctx(512)).unwrap();
+        s.set_lora(lora.clone());
         s.feed_each(&seq, |i, logits| {
             let refs = top(&positions[i]);
             let lp = log_softmax(logits);

@@ -3,6 +3,7 @@
 //! same sequence alone (tests/tests/batch_invariance.rs on the dense models,
 //! moe_fixtures.rs on the mixtures of experts).
 
+use superinfer_runtime::core::model::lora::LoraSet;
 use superinfer_runtime::core::model::{forward, KvPool, Logits, PoolOptions, Scratch, SeqId, Step};
 use superinfer_runtime::core::ops::attention::KvType;
 use superinfer_runtime::Engine;
@@ -24,6 +25,17 @@ pub struct Plan {
 /// chunk or its next decode token. Returns, per sequence, the logits of its prompt's last
 /// token and of each decode step, and its greedy tokens.
 pub fn run(e: &Engine, plans: &[Plan], cap: usize, kv: KvType) -> Vec<(Vec<Vec<f32>>, Vec<u32>)> {
+    run_lora(e, plans, &[], cap, kv)
+}
+
+/// [`run`] with sequence `i` under the LoRA adapters `lora[i]` (none past its end).
+pub fn run_lora(
+    e: &Engine,
+    plans: &[Plan],
+    lora: &[Option<LoraSet>],
+    cap: usize,
+    kv: KvType,
+) -> Vec<(Vec<Vec<f32>>, Vec<u32>)> {
     let mut pool = KvPool::new(
         e.weights(),
         &PoolOptions {
@@ -57,12 +69,20 @@ pub fn run(e: &Engine, plans: &[Plan], cap: usize, kv: KvType) -> Vec<(Vec<Vec<f
                 } else {
                     Logits::None
                 };
-                step.add(seqs[i], pos, &p.prompt[pos..pos + n], which);
+                let slot = lora
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map(|l| step.add_lora_set(l));
+                step.add_with(seqs[i], pos, &p.prompt[pos..pos + n], which, slot);
                 owner.extend(std::iter::repeat_n(i, n));
                 fed[i] += n;
             } else {
                 let last = *out[i].1.last().expect("the prompt gave a token");
-                step.add(seqs[i], pos, &[last], Logits::Last);
+                let slot = lora
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map(|l| step.add_lora_set(l));
+                step.add_with(seqs[i], pos, &[last], Logits::Last, slot);
                 owner.push(i);
                 fed[i] += 1;
             }

@@ -7,6 +7,7 @@ pub mod batch;
 pub mod imatrix;
 pub mod iq4;
 pub mod json_schema;
+pub mod lora;
 pub mod reference;
 pub mod sha256;
 pub mod synth;

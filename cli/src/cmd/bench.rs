@@ -101,6 +101,9 @@ fn run_once(
 
 pub fn run(a: &BenchArgs) -> Result<(), String> {
     if a.spec.model_draft.is_some() || a.spec.lookup_ngram > 0 {
+        if a.lora.any() {
+            return Err("--lora is not supported with speculative decoding in bench".into());
+        }
         return super::bench_spec::run(a);
     }
     if a.repetitions == 0 {
@@ -179,6 +182,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let mut s = engine
                 .session(&a.cache.session(n_ctx))
                 .map_err(|e| e.to_string())?;
+            s.set_lora(a.lora.set(&engine)?);
             let n_vocab = engine.config().n_vocab;
             let depth = random_tokens(&mut rng, n_vocab, d);
             s.feed(&depth).map_err(|e| e.to_string())?;

@@ -6,6 +6,7 @@
 //! steps' time (S_TG), so per-sequence speed is that over N. Greedy sampling of each token
 //! is part of the step, as in a server.
 
+use superinfer_runtime::core::model::lora::LoraSet;
 use superinfer_runtime::core::sampler::Rng;
 use superinfer_runtime::scheduler::{Request, StepStats};
 use superinfer_runtime::{Engine, Scheduler, SchedulerOptions};
@@ -52,11 +53,12 @@ pub(super) fn run(
         max_queue: np,
     };
     let mut sched = Scheduler::new(engine, &opts).map_err(|e| e.to_string())?;
-    once(&mut sched, np, p, n.min(1), c.n_vocab, rng)?;
+    let lora = a.lora.sets(engine, np)?;
+    once(&mut sched, &lora, np, p, n.min(1), c.n_vocab, rng)?;
     reset_peak_rss();
     let (mut pp, mut tg) = (Vec::new(), Vec::new());
     for _ in 0..a.repetitions {
-        let (p_ns, g_ns) = once(&mut sched, np, p, n, c.n_vocab, rng)?;
+        let (p_ns, g_ns) = once(&mut sched, &lora, np, p, n, c.n_vocab, rng)?;
         pp.push(p_ns);
         tg.push(g_ns);
     }
@@ -78,10 +80,12 @@ pub(super) fn run(
     Ok(tests)
 }
 
-/// One repetition: `np` requests of `p` random prompt tokens and `n` decode steps each.
-/// Returns the prompt steps' and the decode steps' wall time in ns.
+/// One repetition: `np` requests of `p` random prompt tokens and `n` decode steps each,
+/// request `i` under `lora[i]` (none when `lora` is empty). Returns the prompt steps' and
+/// the decode steps' wall time in ns.
 fn once(
     sched: &mut Scheduler<'_>,
+    lora: &[Option<LoraSet>],
     np: usize,
     p: usize,
     n: usize,
@@ -89,9 +93,10 @@ fn once(
     rng: &mut Rng,
 ) -> Result<(u64, u64), String> {
     let handles = (0..np)
-        .map(|_| {
+        .map(|i| {
             let mut r = Request::greedy(random_tokens(rng, n_vocab, p), n + 1);
             r.ignore_eos = true;
+            r.lora = lora.get(i).cloned().flatten();
             sched.submit(r).map_err(|e| e.to_string())
         })
         .collect::<Result<Vec<_>, _>>()?;

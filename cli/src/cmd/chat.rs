@@ -48,6 +48,7 @@ pub fn run(a: &ChatArgs) -> Result<(), String> {
     let mut session = engine
         .session(&a.cache.session(a.ctx_size))
         .map_err(|e| e.to_string())?;
+    session.set_lora(a.lora.set(&engine)?);
     let max = usize::try_from(a.n_predict).unwrap_or(usize::MAX);
     let mut drafter = a.spec.drafter(
         &engine,

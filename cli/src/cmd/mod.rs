@@ -6,6 +6,7 @@ pub mod gguf_split;
 pub mod grammar;
 pub mod hub;
 pub mod info;
+pub mod lora;
 pub mod perplexity;
 pub mod quantize;
 pub mod run;

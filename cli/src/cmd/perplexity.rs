@@ -24,6 +24,7 @@ pub fn run(a: &PerplexityArgs) -> Result<(), String> {
         max_chunks: a.chunks,
         cache_type_k: a.cache.k,
         cache_type_v: a.cache.v,
+        lora: a.lora.set(&engine)?,
     };
     let n_chunks = opts.chunks(tokens.len()).map_err(|e| e.to_string())?;
     eprintln!(

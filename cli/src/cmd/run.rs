@@ -34,6 +34,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     let mut session = engine
         .session(&a.cache.session(a.ctx_size))
         .map_err(|e| e.to_string())?;
+    session.set_lora(a.lora.set(&engine)?);
     if prompt.len() > session.n_ctx() {
         return Err(format!(
             "the prompt is {} tokens, longer than the context of {} tokens (raise -c, up to {})",

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use super::Model;
 use crate::error::{Error, Result};
+use crate::model::lora::LoraSet;
 use crate::model::{forward, KvPool, Logits, PoolOptions, PoolStats, Scratch, SeqId, Step};
 use crate::ops::attention::KvType;
 use crate::parallel::Parallel;
@@ -70,6 +71,8 @@ pub struct Context<'m> {
     pub(super) history: Vec<u32>,
     pub(super) batch: Vec<u32>,
     pub(super) row: Vec<f32>,
+    /// The LoRA adapters every step of the conversation runs under.
+    lora: Option<LoraSet>,
 }
 
 impl<'m> Context<'m> {
@@ -100,6 +103,7 @@ impl<'m> Context<'m> {
             history,
             batch: Vec::new(),
             row: Vec::new(),
+            lora: None,
         })
     }
 
@@ -144,6 +148,29 @@ impl<'m> Context<'m> {
     /// Logits after the last evaluated token.
     pub fn logits(&self) -> &[f32] {
         &self.logits
+    }
+
+    /// Runs the conversation under the LoRA adapters of `set` from now on (`None`: the base
+    /// model). A different set than before forgets the conversation (its cache was computed
+    /// under the old one); cached prefixes are only shared between steps of the same set.
+    pub fn set_lora(&mut self, set: Option<LoraSet>) {
+        let key = set.as_ref().map_or(0, LoraSet::key);
+        let same = match (&self.lora, &set) {
+            (Some(a), Some(b)) => a.same(b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            self.reset();
+            // the sequence is empty now
+            let _ = self.pool.set_prefix_key(self.seq, key);
+        }
+        self.lora = set;
+    }
+
+    /// The LoRA adapters of the conversation.
+    pub fn lora(&self) -> Option<&LoraSet> {
+        self.lora.as_ref()
     }
 
     /// Forgets the conversation (full blocks stay cached: a prompt that starts the same way
@@ -226,7 +253,8 @@ impl<'m> Context<'m> {
             };
             let pos0 = self.tokens().len();
             self.step.clear();
-            self.step.add(self.seq, pos0, chunk, which);
+            let slot = self.lora.as_ref().map(|set| self.step.add_lora_set(set));
+            self.step.add_with(self.seq, pos0, chunk, which, slot);
             let last = chunk.len() - 1;
             let keep = &mut self.logits;
             let m = self.model;

@@ -3,6 +3,7 @@
 
 use super::arch::Activation;
 use super::forward::{norm_rows, project, project_many, residual};
+use super::lora::{add_lora, LoraScratch, Proj, StepLora};
 use super::moe;
 use super::scratch::Scratch;
 use super::weights::{DenseFfn, Ffn, Layer, Weights};
@@ -22,6 +23,7 @@ pub(super) fn glu(k: &Kernels, a: Activation) -> Glu {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn ffn_block(
     w: &Weights<'_>,
     s: &mut Scratch,
@@ -30,6 +32,7 @@ pub(super) fn ffn_block(
     il: usize,
     l: &Layer<'_>,
     n: usize,
+    lora: &StepLora<'_>,
 ) -> Result<()> {
     let c = &w.config;
     let d = c.n_embd;
@@ -43,7 +46,17 @@ pub(super) fn ffn_block(
                 hb: &mut s.hb,
                 hb2: &mut s.hb2,
             };
-            dense(k, par, bufs, f, glu, &s.xb, n, &mut s.xb2)?
+            match lora.sets.is_empty() {
+                true => dense(k, par, bufs, f, glu, &s.xb, n, &mut s.xb2)?,
+                false => {
+                    let l = LayerLora {
+                        step: lora,
+                        buf: &mut s.lora,
+                        il,
+                    };
+                    dense_lora(k, par, bufs, f, glu, &s.xb, n, &mut s.xb2, l)?
+                }
+            }
         }
         Ffn::Moe(m) => moe::block(c, s, k, par, il, m, glu, n)?,
     }
@@ -92,6 +105,67 @@ pub(super) fn dense(
         glu_rows(par, glu, h.hb, h.hb2, n_ff, n);
     }
     project(k, par, h.act, &f.down, h.hb, n, out)
+}
+
+/// A layer's adapters in a step, for [`dense_lora`].
+pub(super) struct LayerLora<'s, 'l> {
+    step: &'s StepLora<'l>,
+    buf: &'s mut LoraScratch,
+    il: usize,
+}
+
+/// [`dense`] with each row's adapters: gate and up computed apart (their adapters come before
+/// the activation), `Σ scale · B (A x)` added to each product's rows. Bit for bit what
+/// [`dense`] gives a row without adapters (the fused and the separate paths agree).
+#[allow(clippy::too_many_arguments)]
+fn dense_lora(
+    k: &Kernels,
+    par: &dyn Parallel,
+    h: Hidden<'_>,
+    f: &DenseFfn<'_>,
+    glu: Glu,
+    x: &[f32],
+    n: usize,
+    out: &mut [f32],
+    l: LayerLora<'_, '_>,
+) -> Result<()> {
+    let (gate, up) = (
+        l.step.touches(l.il, Proj::Gate),
+        l.step.touches(l.il, Proj::Up),
+    );
+    let down = l.step.touches(l.il, Proj::Down);
+    if !gate && !up && !down {
+        return dense(k, par, h, f, glu, x, n, out);
+    }
+    let d = f.gate.cols;
+    let n_ff = f.up.rows;
+    if n == 1 {
+        let (hb, hb2) = (&mut h.hb[..n_ff], &mut h.hb2[..n_ff]);
+        matvec_many(k, par, [&f.gate, &f.up], &x[..d], h.act1, [hb, hb2])?;
+    } else if !gate && !up && glu_fusable(k, &f.gate, &f.up) {
+        h.act.quantize(k, par, f.gate.act_type(), &x[..n * d], n)?;
+        let hb = &mut h.hb[..n * n_ff];
+        matmul_glu(k, par, &f.gate, &f.up, glu, h.act, n, hb)?;
+    } else {
+        let outs = [&mut h.hb[..], &mut h.hb2[..]];
+        project_many(k, par, h.act, [&f.gate, &f.up], x, n, outs)?;
+    }
+    let fused = n > 1 && !gate && !up && glu_fusable(k, &f.gate, &f.up);
+    if !fused {
+        add_lora(par, l.step, l.buf, l.il, Proj::Gate, x, n, h.hb);
+        add_lora(par, l.step, l.buf, l.il, Proj::Up, x, n, h.hb2);
+        match n {
+            1 => glu(&mut h.hb[..n_ff], &h.hb2[..n_ff]),
+            _ => glu_rows(par, glu, h.hb, h.hb2, n_ff, n),
+        }
+    }
+    if n == 1 {
+        matvec_f32(k, par, &f.down, &h.hb[..n_ff], h.act1, &mut out[..d])?;
+    } else {
+        project(k, par, h.act, &f.down, h.hb, n, out)?;
+    }
+    add_lora(par, l.step, l.buf, l.il, Proj::Down, h.hb, n, out);
+    Ok(())
 }
 
 /// `glu` row by row, as the single-token pass calls it (same vector / tail split), the rows

@@ -34,6 +34,7 @@ use alloc::vec::Vec;
 use super::attend::attend;
 use super::ffn::ffn_block;
 use super::kv_pool::KvPool;
+use super::lora::{add_lora, Proj, StepLora};
 use super::scratch::{Scratch, LOGIT_ROWS, ROW_CHUNK};
 use super::step::{Span, Step};
 use super::token::{add_bias, ready_token};
@@ -162,9 +163,16 @@ fn run_pass(
         }
     }
 
+    let lora = StepLora {
+        sets: step.lora_sets(),
+        slots: match step.lora_sets() {
+            [] => &[],
+            _ => &step.slots()[first..first + n],
+        },
+    };
     for (il, l) in w.layers.iter().enumerate() {
-        attention_block(w, pool, s, k, par, il, l, runs, n)?;
-        ffn_block(w, s, k, par, il, l, n)?;
+        attention_block(w, pool, s, k, par, il, l, runs, n, &lora)?;
+        ffn_block(w, s, k, par, il, l, n, &lora)?;
     }
 
     let mut wanted = core::mem::take(&mut s.wanted);
@@ -337,6 +345,7 @@ fn attention_block(
     l: &Layer<'_>,
     runs: &[Span],
     n: usize,
+    lora: &StepLora<'_>,
 ) -> Result<()> {
     let c = &w.config;
     let d = c.n_embd;
@@ -351,6 +360,15 @@ fn attention_block(
     } else {
         let outs = [&mut s.q[..], &mut s.k[..], &mut s.v[..]];
         project_many(k, par, &mut s.act, qkv, &s.xb, n, outs)?;
+    }
+    if !lora.sets.is_empty() {
+        for (p, out) in [
+            (Proj::Q, &mut s.q),
+            (Proj::K, &mut s.k),
+            (Proj::V, &mut s.v),
+        ] {
+            add_lora(par, lora, &mut s.lora, il, p, &s.xb, n, out);
+        }
     }
     // biases, norms and RoPE token by token on the workers, then the cache writes
     let angles = s.rope_angles(w, par, il, pool.n_ctx());
@@ -411,6 +429,9 @@ fn attention_block(
         )?;
     } else {
         project(k, par, &mut s.act, &l.wo, &s.attn, n, &mut s.xb2)?;
+    }
+    if !lora.sets.is_empty() {
+        add_lora(par, lora, &mut s.lora, il, Proj::O, &s.attn, n, &mut s.xb2);
     }
     for row in s.xb2.chunks_exact_mut(d).take(n) {
         add_bias(row, &l.bo);

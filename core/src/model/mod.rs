@@ -9,6 +9,7 @@ mod config;
 mod ffn;
 mod forward;
 pub mod kv_pool;
+pub mod lora;
 pub mod moe;
 mod rope_scaling;
 mod scratch;

@@ -65,6 +65,8 @@ pub struct Scratch {
     pub(super) logit_rows: usize,
     /// The mixture-of-experts block's buffers (empty for a dense model).
     pub(super) moe: MoeScratch,
+    /// The LoRA terms' buffers (empty without adapters).
+    pub(super) lora: super::lora::LoraScratch,
 }
 
 /// The RoPE angles of a pass's tokens for one (base, scale): `n_rot / 2` cosines and sines
@@ -105,6 +107,7 @@ impl Scratch {
             wanted: Vec::new(),
             logit_rows: 0,
             moe: MoeScratch::default(),
+            lora: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 use alloc::vec::Vec;
 
 use super::kv_pool::SeqId;
+use super::lora::{LoraSet, NO_SLOT};
 
 /// One token of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +57,10 @@ pub struct Step {
     tokens: Vec<u32>,
     wants: Vec<bool>,
     spans: Vec<Span>,
+    /// Each entry's adapter set: an index into `lora`, or [`NO_SLOT`].
+    slots: Vec<u16>,
+    /// The LoRA adapter sets of the step's entries.
+    lora: Vec<LoraSet>,
 }
 
 impl Step {
@@ -69,6 +74,8 @@ impl Step {
             tokens: Vec::with_capacity(n),
             wants: Vec::with_capacity(n),
             spans: Vec::with_capacity(1),
+            slots: Vec::with_capacity(n),
+            lora: Vec::new(),
         }
     }
 
@@ -77,11 +84,42 @@ impl Step {
         self.tokens.clear();
         self.wants.clear();
         self.spans.clear();
+        self.slots.clear();
+        self.lora.clear();
+    }
+
+    /// Adds an adapter set to the step (once: the same set again gives the same slot) and
+    /// returns its slot for [`Self::push_with`] / [`Self::add_with`].
+    pub fn add_lora_set(&mut self, set: &LoraSet) -> u16 {
+        match self.lora.iter().position(|s| s.same(set)) {
+            Some(i) => i as u16,
+            None => {
+                self.lora.push(set.clone());
+                (self.lora.len() - 1) as u16
+            }
+        }
+    }
+
+    /// The step's adapter sets.
+    pub fn lora_sets(&self) -> &[LoraSet] {
+        &self.lora
+    }
+
+    /// Each entry's adapter slot ([`NO_SLOT`]: none).
+    pub fn slots(&self) -> &[u16] {
+        &self.slots
     }
 
     /// Appends one entry; it joins the last span when it continues it.
     pub fn push(&mut self, e: Entry) {
+        self.push_with(e, None)
+    }
+
+    /// [`Self::push`] for an entry under the adapter set of `slot` (from
+    /// [`Self::add_lora_set`]; `None`: no adapter).
+    pub fn push_with(&mut self, e: Entry, slot: Option<u16>) {
         let i = self.tokens.len();
+        self.slots.push(slot.unwrap_or(NO_SLOT));
         self.tokens.push(e.token);
         self.wants.push(e.logits);
         match self.spans.last_mut() {
@@ -97,13 +135,26 @@ impl Step {
 
     /// Appends `tokens` of `seq` at positions `pos0..`, `logits` saying which want logits.
     pub fn add(&mut self, seq: SeqId, pos0: usize, tokens: &[u32], logits: Logits) {
+        self.add_with(seq, pos0, tokens, logits, None)
+    }
+
+    /// [`Self::add`] under the adapter set of `slot` (`None`: no adapter).
+    pub fn add_with(
+        &mut self,
+        seq: SeqId,
+        pos0: usize,
+        tokens: &[u32],
+        logits: Logits,
+        slot: Option<u16>,
+    ) {
         for (t, &token) in tokens.iter().enumerate() {
-            self.push(Entry {
+            let e = Entry {
                 token,
                 seq,
                 pos: pos0 + t,
                 logits: logits.wants(t, tokens.len()),
-            });
+            };
+            self.push_with(e, slot);
         }
     }
 

@@ -271,6 +271,7 @@ async fn generate(
         lookup,
         draft_model,
         constraint: None,
+        lora: None,
     };
     let request = structured::attach(request, plan.constraint);
     let prompt_tokens = request.prompt.len();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use superinfer_core::generate::{GenerateParams, Generation};
+use superinfer_core::model::lora::LoraSet;
 use superinfer_core::model::SeqId;
 use superinfer_core::sampler::Sampler;
 use superinfer_core::tokenizer::Tokenizer;
@@ -56,6 +57,8 @@ pub(super) struct Active<'e> {
     /// The step's decode span whose rows were set aside: its length, for
     /// [`Self::end_verify`] once they are sampled.
     pub deferred_span: Option<usize>,
+    /// The request's LoRA adapters (`None`: the base model).
+    pub lora: Option<LoraSet>,
 }
 
 impl<'e> Active<'e> {
@@ -72,6 +75,7 @@ impl<'e> Active<'e> {
     ) -> Active<'e> {
         let now = Instant::now();
         let r = sub.request;
+        let lora = r.lora;
         let params = GenerateParams {
             max_tokens: r.max_tokens,
             ignore_eos: r.ignore_eos,
@@ -106,6 +110,7 @@ impl<'e> Active<'e> {
             deferred: Vec::new(),
             deferred_rows: 0,
             deferred_span: None,
+            lora,
         }
     }
 

@@ -485,7 +485,11 @@ impl<'e> Scheduler<'e> {
                 break;
             };
             let prompt = &front.request.prompt;
+            let key = lora_key(front.request.lora.as_ref());
             let pending = self.active.iter().any(|a| {
+                if lora_key(a.lora.as_ref()) != key {
+                    return false;
+                }
                 let shared = shared_blocks(prompt, &a.history()[..a.prompt_len()]) * BLOCK;
                 a.prompt_left() > 0 && a.fed < shared
             });
@@ -518,6 +522,9 @@ impl<'e> Scheduler<'e> {
                 None => None,
             };
             let seq = self.pool.add_seq();
+            // blocks computed under other adapters are never taken, nor given
+            let key = lora_key(sub.request.lora.as_ref());
+            let _ = self.pool.set_prefix_key(seq, key);
             let cached = self
                 .pool
                 .reuse_prefix(seq, &sub.request.prompt)
@@ -565,7 +572,8 @@ impl<'e> Scheduler<'e> {
                         Logits::Last
                     };
                     a.begin_verify(span.len() - 1);
-                    self.step.add(a.seq, a.fed, &span, logits);
+                    let slot = a.lora.as_ref().map(|l| self.step.add_lora_set(l));
+                    self.step.add_with(a.seq, a.fed, &span, logits, slot);
                     self.owner.extend(std::iter::repeat_n(i, span.len()));
                     budget -= span.len();
                     decoded += span.len();
@@ -601,7 +609,8 @@ impl<'e> Scheduler<'e> {
             } else {
                 Logits::None
             };
-            self.step.add(a.seq, a.fed, chunk, logits);
+            let slot = a.lora.as_ref().map(|l| self.step.add_lora_set(l));
+            self.step.add_with(a.seq, a.fed, chunk, logits, slot);
             self.owner.extend(std::iter::repeat_n(i, n));
             budget -= n;
             prompted += n;
@@ -623,6 +632,11 @@ impl<'e> Scheduler<'e> {
 
 /// Whole blocks at the start of `a` that `b` starts with too (not counting `a`'s last token,
 /// which always runs).
+/// The prefix cache's key of a request's adapter set (0: none).
+fn lora_key(set: Option<&superinfer_core::model::lora::LoraSet>) -> u64 {
+    set.map_or(0, |s| s.key())
+}
+
 fn shared_blocks(a: &[u32], b: &[u32]) -> usize {
     let n = a[..a.len().saturating_sub(1)]
         .iter()

@@ -40,6 +40,10 @@ pub struct Request {
     /// Constrains the output (a grammar, a JSON schema, a tool-call format): makes the
     /// request's [`Constraint`] when it is admitted. `None`: free output.
     pub constraint: Option<ConstraintFactory>,
+    /// LoRA adapters this request runs under (`None`: the base model): rows of different
+    /// adapter sets share a step (the base products once, each set's low-rank terms per
+    /// group), and the prefix cache is keyed by the set.
+    pub lora: Option<superinfer_core::model::lora::LoraSet>,
 }
 
 /// Makes a request's [`Constraint`] (one per sequence; a request cloned makes its own).
@@ -92,6 +96,7 @@ impl Request {
             lookup: None,
             draft_model: None,
             constraint: None,
+            lora: None,
         }
     }
 }

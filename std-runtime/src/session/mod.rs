@@ -2,6 +2,7 @@
 //! holding one sequence, and the working memory of its steps.
 
 use std::time::Duration;
+use superinfer_core::model::lora::LoraSet;
 
 use superinfer_core::generate::{Context, ContextOptions, Outcome};
 use superinfer_core::model::PoolStats;
@@ -132,6 +133,13 @@ impl<'e> Session<'e> {
     /// takes them back instead of recomputing them).
     pub fn reset(&mut self) {
         self.ctx.reset();
+    }
+
+    /// Runs the session under the LoRA adapters of `set` from now on (`None`: the base
+    /// model; [`Engine::lora_set`](crate::Engine::lora_set) makes one). A different set
+    /// forgets the conversation.
+    pub fn set_lora(&mut self, set: Option<LoraSet>) {
+        self.ctx.set_lora(set);
     }
 
     /// Forgets every token after the first `n` (the cache keeps positions `..n`, so the

@@ -72,6 +72,10 @@ struct Seq {
     tokens: Vec<u32>,
     /// Content address of each full block, in order.
     addresses: Vec<u64>,
+    /// The parent address of its first block: 0, or the key of its LoRA adapter set
+    /// ([`KvPool::set_prefix_key`]), so sequences under different adapters never share
+    /// blocks.
+    root: u64,
 }
 
 pub struct KvPool {
@@ -214,6 +218,7 @@ impl KvPool {
             table: Vec::with_capacity(blocks),
             tokens: Vec::with_capacity(self.n_ctx),
             addresses: Vec::with_capacity(blocks),
+            root: 0,
         });
         SeqId(i as u32)
     }
@@ -243,6 +248,25 @@ impl KvPool {
         Ok(())
     }
 
+    /// Keys the prefix cache of the empty sequence `id` by `key` (the key of its LoRA
+    /// adapter set; 0, the default, for none): its blocks' content addresses start from it,
+    /// so it only takes, and only gives, blocks computed under the same key.
+    pub fn set_prefix_key(&mut self, id: SeqId, key: u64) -> Result<()> {
+        let s = self.seq_mut(id)?;
+        if !s.tokens.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the prefix key of a sequence can only be set while it is empty".into(),
+            ));
+        }
+        s.root = key;
+        Ok(())
+    }
+
+    /// The prefix key of sequence `id` ([`Self::set_prefix_key`]).
+    pub fn prefix_key(&self, id: SeqId) -> Result<u64> {
+        Ok(self.seq(id)?.root)
+    }
+
     /// Positions sequence `id` holds.
     pub fn seq_len(&self, id: SeqId) -> Result<usize> {
         Ok(self.seq(id)?.tokens.len())
@@ -268,7 +292,7 @@ impl KvPool {
             ));
         }
         let mut found = Vec::new();
-        let mut parent = 0;
+        let mut parent = self.seq(id)?.root;
         for chunk in prompt[..prompt.len().saturating_sub(1)].chunks_exact(BLOCK) {
             match self.blocks.lookup(parent, chunk) {
                 Some((address, b)) => {
@@ -307,7 +331,7 @@ impl KvPool {
         let full = len / BLOCK;
         let partial = (!len.is_multiple_of(BLOCK)).then(|| s.table[full]);
         let mut table = s.table[..full].to_vec();
-        let (tokens, addresses) = (s.tokens.clone(), s.addresses.clone());
+        let (tokens, addresses, root) = (s.tokens.clone(), s.addresses.clone(), s.root);
         if let Some(src) = partial {
             let dst = self.blocks.alloc().ok_or(Error::KvPoolFull {
                 needed: 1,
@@ -324,6 +348,7 @@ impl KvPool {
             table,
             tokens,
             addresses,
+            root,
         });
         Ok(new)
     }
@@ -439,7 +464,7 @@ impl KvPool {
         let full = s.tokens.len() / BLOCK;
         for i in s.addresses.len()..full {
             let s = self.seqs[id.index()].as_mut().expect("checked above");
-            let parent = s.addresses.last().copied().unwrap_or(0);
+            let parent = s.addresses.last().copied().unwrap_or(s.root);
             let b = s.table[i];
             let (address, same) =
                 self.blocks
