@@ -3,6 +3,7 @@
 
 use super::arch::Activation;
 use super::forward::{norm_rows, project, project_many, residual};
+use super::encoder::residual_layernorm;
 use super::moe;
 use super::scratch::Scratch;
 use super::weights::{DenseFfn, Ffn, Layer, Weights};
@@ -19,6 +20,8 @@ pub(super) fn glu(k: &Kernels, a: Activation) -> Glu {
         Activation::Silu => k.swiglu(),
         Activation::Gelu => k.geglu(),
         Activation::SwigluOai => k.swiglu_oai(),
+        // not gated: `SeqFfn` applies it alone (the value here is never called)
+        Activation::GeluErf => k.geglu(),
     }
 }
 
@@ -46,9 +49,20 @@ pub(super) fn ffn_block(
             dense(k, par, bufs, f, glu, &s.xb, n, &mut s.xb2)?
         }
         Ffn::Moe(m) => moe::block(c, s, k, par, il, m, glu, n)?,
+        Ffn::Seq(f) => {
+            let bufs = Hidden {
+                act: &mut s.act,
+                act1: &mut s.act1,
+                hb: &mut s.hb,
+                hb2: &mut s.hb2,
+            };
+            f.run(k, par, bufs, &s.xb, n, &mut s.xb2)?
+        }
     }
-    let norm = l.post_ffn_norm.as_deref();
-    residual(par, &mut s.x, &mut s.xb2, norm, c, n);
+    match &l.layer_out_norm {
+        Some(ln) => residual_layernorm(par, &mut s.x, &s.xb2, ln, c.rms_eps, d, n),
+        None => residual(par, &mut s.x, &mut s.xb2, l.post_ffn_norm.as_deref(), c, n),
+    }
     Ok(())
 }
 
