@@ -5,6 +5,8 @@
 pub mod cpu;
 mod engine;
 mod error;
+pub mod hf;
+mod embed;
 #[cfg(feature = "hub")]
 pub mod hub;
 mod load;
@@ -17,7 +19,7 @@ mod session;
 pub mod speculative;
 mod tokenizer_file;
 
-pub use engine::{Engine, EngineOptions};
+pub use engine::{EmbeddingDefaults, Engine, EngineOptions};
 pub use error::{chain, Chain, Error};
 pub use load::{MappedFile, OpenError};
 pub use model_files::ModelFiles;
