@@ -42,6 +42,9 @@ pub enum Command {
     /// (OUT_PREFIX-00001-of-0000N.gguf, ...), loadable by superinfer, llama.cpp and wllama.
     #[command(name = "gguf-split")]
     GgufSplit(GgufSplitArgs),
+    /// Sentence embeddings with an encoder model (BERT; a GGUF file or a Hugging Face
+    /// directory): one JSON line {"index":i,"embedding":[...]} per text.
+    Embed(EmbedArgs),
 }
 
 #[derive(Args)]
@@ -551,4 +554,23 @@ pub fn llama_style(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::f
         _ => a,
     })
     .collect()
+}
+
+#[derive(Args)]
+pub struct EmbedArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// A text to embed (repeatable).
+    #[arg(short = 'p', long = "prompt")]
+    pub prompt: Vec<String>,
+    /// A file of texts, one per line (empty lines are skipped); after the -p texts.
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<PathBuf>,
+    /// L2-normalise the embeddings (the default for GGUF files, as llama-embedding; a
+    /// Hugging Face directory follows its modules.json).
+    #[arg(long = "normalize", overrides_with = "no_normalize")]
+    pub normalize: bool,
+    /// Do not normalise the embeddings.
+    #[arg(long = "no-normalize")]
+    pub no_normalize: bool,
 }

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         args::Command::Serve(a) => cmd::serve::run(&a),
         args::Command::Isas => cmd::isas(),
         args::Command::GgufSplit(a) => cmd::gguf_split::run(&a),
+        args::Command::Embed(a) => cmd::embed::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
