@@ -20,10 +20,11 @@ impl Engine {
             .map_or(trained, |m| m.clamp(1, trained))
     }
 
-    /// The tokens of `text` as an embedding reads them: special tokens added (not parsed
-    /// in the text), cut to [`Self::embedding_max_tokens`] keeping the last.
+    /// The tokens of `text` as an embedding reads them: special tokens added, and those
+    /// written in the text parsed (as the `tokenizers` package and `llama-embedding` do),
+    /// cut to [`Self::embedding_max_tokens`] keeping the last.
     pub fn embedding_tokens(&self, text: &str) -> Result<Vec<u32>, Error> {
-        let mut t = self.tokenizer().encode(text, true, false)?;
+        let mut t = self.tokenizer().encode(text, true, true)?;
         truncate_keeping_last(&mut t, self.embedding_max_tokens());
         Ok(t)
     }

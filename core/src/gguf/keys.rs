@@ -56,6 +56,9 @@ pub const TOKENIZER_PRECOMPILED_CHARSMAP: &str = "tokenizer.ggml.precompiled_cha
 pub const TOKENIZER_REMOVE_EXTRA_WHITESPACES: &str = "tokenizer.ggml.remove_extra_whitespaces";
 pub const TOKENIZER_NORMALIZER_LOWERCASE: &str = "tokenizer.ggml.normalizer.lowercase";
 pub const TOKENIZER_NORMALIZER_STRIP_ACCENTS: &str = "tokenizer.ggml.normalizer.strip_accents";
+/// Set by a model loaded from a Hugging Face directory: WordPiece normalises exactly as
+/// Hugging Face's BertNormalizer (not a llama.cpp key).
+pub const TOKENIZER_HF_BERT_NORMALIZER: &str = "superinfer.tokenizer.hf_bert_normalizer";
 pub const TOKENIZER_ADD_BOS: &str = "tokenizer.ggml.add_bos_token";
 pub const TOKENIZER_ADD_EOS: &str = "tokenizer.ggml.add_eos_token";
 pub const TOKENIZER_ADD_SPACE_PREFIX: &str = "tokenizer.ggml.add_space_prefix";

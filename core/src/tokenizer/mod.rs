@@ -19,6 +19,7 @@ mod unicode;
 mod unicode_data;
 mod unicode_tables;
 mod vocab;
+mod spacing_marks;
 mod wpm;
 
 #[cfg(test)]
@@ -173,7 +174,11 @@ impl Tokenizer {
                     None => Some(100).filter(|&i| (i as u64) < n),
                 };
                 (
-                    Model::Wpm(wpm::Wpm::new(&vocab, unk, lowercase, strip_accents)),
+                    Model::Wpm(
+                        wpm::Wpm::new(&vocab, unk, lowercase, strip_accents).hf(f
+                            .get_bool(keys::TOKENIZER_HF_BERT_NORMALIZER)?
+                            .unwrap_or(false)),
+                    ),
                     true,
                     (Some(101).filter(|&i| (i as u64) < n), None),
                 )

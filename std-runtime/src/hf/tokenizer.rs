@@ -99,6 +99,11 @@ pub fn metadata(dir: &Path, w: &mut GgufWriter) -> Result<(), Error> {
         "tokenizer.ggml.normalizer.strip_accents",
         MetaValue::Bool(strip_accents),
     );
+    // ids as the `tokenizers` package gives them (Hangul, spacing marks)
+    w.meta(
+        superinfer_core::gguf::keys::TOKENIZER_HF_BERT_NORMALIZER,
+        MetaValue::Bool(true),
+    );
     Ok(())
 }
 
