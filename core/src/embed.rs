@@ -96,9 +96,7 @@ impl<'m, 'a> Embedder<'m, 'a> {
         while at < order.len() {
             // the longest remaining first, then as many as fit
             let (mut tokens, mut end) = (0, at);
-            while end < order.len()
-                && end - at < MAX_SEQS
-                && tokens + seqs[order[end]].len() <= max
+            while end < order.len() && end - at < MAX_SEQS && tokens + seqs[order[end]].len() <= max
             {
                 tokens += seqs[order[end]].len();
                 end += 1;

@@ -3,10 +3,10 @@
 //! and a `Scheduler` that runs many requests together in batched steps.
 
 pub mod cpu;
+mod embed;
 mod engine;
 mod error;
 pub mod hf;
-mod embed;
 #[cfg(feature = "hub")]
 pub mod hub;
 mod load;

@@ -179,7 +179,12 @@ pub(super) fn finish_inputs(
 ) -> Result<()> {
     let c = &w.config;
     let d = c.n_embd;
-    if let Some(&p) = s.positions.iter().take(n).find(|&&p| p >= input.positions.rows) {
+    if let Some(&p) = s
+        .positions
+        .iter()
+        .take(n)
+        .find(|&&p| p >= input.positions.rows)
+    {
         return Err(Error::InvalidArgument(alloc::format!(
             "position {p} is beyond the encoder's {} position embeddings",
             input.positions.rows

@@ -2,8 +2,8 @@
 //! (`moe::block`), the optional post-norm, the residual add.
 
 use super::arch::Activation;
-use super::forward::{norm_rows, project, project_many, residual};
 use super::encoder::residual_layernorm;
+use super::forward::{norm_rows, project, project_many, residual};
 use super::moe;
 use super::scratch::Scratch;
 use super::weights::{DenseFfn, Ffn, Layer, Weights};

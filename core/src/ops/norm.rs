@@ -59,7 +59,9 @@ mod tests {
     /// Against the definition in f64: zero mean, unit variance, then `w` and `b`.
     #[test]
     fn layernorm_matches_definition() {
-        let x: alloc::vec::Vec<f32> = (0..37).map(|i| (i as f32 * 0.37).sin() * 3.0 + 1.5).collect();
+        let x: alloc::vec::Vec<f32> = (0..37)
+            .map(|i| (i as f32 * 0.37).sin() * 3.0 + 1.5)
+            .collect();
         let w: alloc::vec::Vec<f32> = (0..37).map(|i| 0.5 + i as f32 * 0.01).collect();
         let b: alloc::vec::Vec<f32> = (0..37).map(|i| i as f32 * -0.02).collect();
         let mut got = x.clone();
@@ -68,7 +70,11 @@ mod tests {
         let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / 37.0;
         for i in 0..37 {
             let want = (x[i] as f64 - mean) / var.sqrt() * w[i] as f64 + b[i] as f64;
-            assert!((got[i] as f64 - want).abs() < 1e-5, "{i}: {} vs {want}", got[i]);
+            assert!(
+                (got[i] as f64 - want).abs() < 1e-5,
+                "{i}: {} vs {want}",
+                got[i]
+            );
         }
     }
 }

@@ -11,6 +11,7 @@ mod pre;
 mod pre_table;
 mod pretokenize;
 mod regex;
+mod spacing_marks;
 mod special;
 mod spm;
 mod stream;
@@ -19,7 +20,6 @@ mod unicode;
 mod unicode_data;
 mod unicode_tables;
 mod vocab;
-mod spacing_marks;
 mod wpm;
 
 #[cfg(test)]

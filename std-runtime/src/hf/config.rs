@@ -66,7 +66,12 @@ impl Arch {
             cfg.get(f)
                 .and_then(Value::as_u64)
                 .filter(|&v| v > 0 && v < 1 << 24)
-                .ok_or_else(|| err(path, format!("field '{f}' is missing or not a positive integer")))
+                .ok_or_else(|| {
+                    err(
+                        path,
+                        format!("field '{f}' is missing or not a positive integer"),
+                    )
+                })
         };
         let opt_num = |f: &str, default: u64| -> Result<u64, Error> {
             match cfg.get(f) {
@@ -74,7 +79,10 @@ impl Arch {
                 Some(_) => num(f),
             }
         };
-        let act = cfg.get("hidden_act").and_then(Value::as_str).unwrap_or("gelu");
+        let act = cfg
+            .get("hidden_act")
+            .and_then(Value::as_str)
+            .unwrap_or("gelu");
         if act != "gelu" {
             return Err(err(
                 path,
@@ -120,14 +128,20 @@ impl Arch {
         w.meta(k("feed_forward_length"), u32v(num("intermediate_size")?));
         w.meta(k("block_count"), u32v(num("num_hidden_layers")?));
         w.meta(k("attention.head_count"), u32v(heads));
-        w.meta(k("attention.layer_norm_epsilon"), MetaValue::F32(eps as f32));
+        w.meta(
+            k("attention.layer_norm_epsilon"),
+            MetaValue::F32(eps as f32),
+        );
         w.meta(k("attention.causal"), MetaValue::Bool(false));
         w.meta(k("token_type_count"), u32v(opt_num("type_vocab_size", 2)?));
         Ok(())
     }
 
     pub fn pooling(self, p: Pooling, w: &mut GgufWriter) {
-        w.meta(format!("{}.pooling_type", self.name()), MetaValue::U32(p.id()));
+        w.meta(
+            format!("{}.pooling_type", self.name()),
+            MetaValue::U32(p.id()),
+        );
     }
 
     /// Declares every tensor the model uses under llama.cpp's name, in `w`, and returns
@@ -278,15 +292,34 @@ mod tests {
             ("embeddings.word_embeddings.weight", "token_embd.weight"),
             ("bert.embeddings.LayerNorm.gamma", "token_embd_norm.weight"),
             ("embeddings.LayerNorm.bias", "token_embd_norm.bias"),
-            ("encoder.layer.3.attention.self.key.bias", "blk.3.attn_k.bias"),
-            ("encoder.layer.0.attention.output.LayerNorm.weight", "blk.0.attn_output_norm.weight"),
-            ("encoder.layer.5.output.dense.weight", "blk.5.ffn_down.weight"),
-            ("encoder.layer.5.output.LayerNorm.bias", "blk.5.layer_output_norm.bias"),
-            ("encoder.layer.1.intermediate.dense.weight", "blk.1.ffn_up.weight"),
+            (
+                "encoder.layer.3.attention.self.key.bias",
+                "blk.3.attn_k.bias",
+            ),
+            (
+                "encoder.layer.0.attention.output.LayerNorm.weight",
+                "blk.0.attn_output_norm.weight",
+            ),
+            (
+                "encoder.layer.5.output.dense.weight",
+                "blk.5.ffn_down.weight",
+            ),
+            (
+                "encoder.layer.5.output.LayerNorm.bias",
+                "blk.5.layer_output_norm.bias",
+            ),
+            (
+                "encoder.layer.1.intermediate.dense.weight",
+                "blk.1.ffn_up.weight",
+            ),
         ] {
             assert_eq!(bert_name(hf).as_deref(), Some(gguf), "{hf}");
         }
-        for skipped in ["embeddings.position_ids", "pooler.dense.weight", "cls.predictions.bias"] {
+        for skipped in [
+            "embeddings.position_ids",
+            "pooler.dense.weight",
+            "cls.predictions.bias",
+        ] {
             assert_eq!(bert_name(skipped), None, "{skipped}");
         }
     }

@@ -101,8 +101,8 @@ pub fn parse(bytes: &[u8]) -> Result<SafeTensors, String> {
             bytes.len() - 8
         ));
     };
-    let json: serde_json::Value = serde_json::from_slice(header)
-        .map_err(|e| format!("the header is not JSON ({e})"))?;
+    let json: serde_json::Value =
+        serde_json::from_slice(header).map_err(|e| format!("the header is not JSON ({e})"))?;
     let obj = json
         .as_object()
         .ok_or("the header is not a JSON object of tensors")?;
@@ -202,13 +202,37 @@ mod tests {
     #[test]
     fn bad_headers_name_the_tensor_and_field() {
         let cases = [
-            (r#"{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#, 16, "overlaps"),
-            (r#"{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#, 8, "outside the data section"),
-            (r#"{"x":{"dtype":"Q9","shape":[4],"data_offsets":[0,16]}}"#, 16, "unknown dtype"),
-            (r#"{"x":{"dtype":"F32","shape":[5],"data_offsets":[0,16]}}"#, 16, "needs 20 bytes"),
-            (r#"{"x":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}}"#, 16, "outside"),
+            (
+                r#"{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#,
+                16,
+                "overlaps",
+            ),
+            (
+                r#"{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#,
+                8,
+                "outside the data section",
+            ),
+            (
+                r#"{"x":{"dtype":"Q9","shape":[4],"data_offsets":[0,16]}}"#,
+                16,
+                "unknown dtype",
+            ),
+            (
+                r#"{"x":{"dtype":"F32","shape":[5],"data_offsets":[0,16]}}"#,
+                16,
+                "needs 20 bytes",
+            ),
+            (
+                r#"{"x":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}}"#,
+                16,
+                "outside",
+            ),
             (r#"{"x":{"dtype":"F32","shape":[4]}}"#, 16, "'data_offsets'"),
-            (r#"{"x":{"dtype":"F32","shape":[18446744073709551615, 4],"data_offsets":[0,16]}}"#, 16, "too large"),
+            (
+                r#"{"x":{"dtype":"F32","shape":[18446744073709551615, 4],"data_offsets":[0,16]}}"#,
+                16,
+                "too large",
+            ),
             (r#"[1,2]"#, 0, "not a JSON object"),
             (r#"{"x":"#, 0, "not JSON"),
         ];

@@ -56,7 +56,10 @@ pub fn metadata(dir: &Path, w: &mut GgufWriter) -> Result<(), Error> {
         let text = config
             .as_ref()
             .and_then(|c| c.get(field))
-            .and_then(|v| v.as_str().or_else(|| v.get("content").and_then(Value::as_str)))
+            .and_then(|v| {
+                v.as_str()
+                    .or_else(|| v.get("content").and_then(Value::as_str))
+            })
             .unwrap_or(default);
         tokens.iter().position(|t| t == text).map(|i| i as u32)
     };
@@ -86,7 +89,10 @@ pub fn metadata(dir: &Path, w: &mut GgufWriter) -> Result<(), Error> {
     w.meta("tokenizer.ggml.token_type", MetaValue::i32s(types));
     for (name, id) in ids {
         if let Some(id) = id {
-            w.meta(format!("tokenizer.ggml.{name}_token_id"), MetaValue::U32(id));
+            w.meta(
+                format!("tokenizer.ggml.{name}_token_id"),
+                MetaValue::U32(id),
+            );
         }
     }
     w.meta("tokenizer.ggml.add_bos_token", MetaValue::Bool(true));
@@ -133,11 +139,17 @@ fn from_tokenizer_json(path: &Path) -> Result<(Vec<String>, Vec<bool>, bool, boo
             .ok_or_else(|| {
                 err(
                     path,
-                    format!("field 'model.vocab': token '{tok}' has id {id}, outside 0..{}", vocab.len()),
+                    format!(
+                        "field 'model.vocab': token '{tok}' has id {id}, outside 0..{}",
+                        vocab.len()
+                    ),
                 )
             })?;
         if tokens[id].replace(tok.clone()).is_some() {
-            return Err(err(path, format!("field 'model.vocab': id {id} is given twice")));
+            return Err(err(
+                path,
+                format!("field 'model.vocab': id {id} is given twice"),
+            ));
         }
     }
     let tokens: Vec<String> = tokens
