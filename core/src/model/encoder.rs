@@ -195,10 +195,10 @@ pub(super) fn finish_inputs(
     let failed = spin::Mutex::new(None);
     for_each_range(par, n, ROWS, &|start, end| {
         let mut pos = alloc::vec![0.0f32; d];
-        for t in start..end {
+        for (t, &p) in positions.iter().enumerate().take(end).skip(start) {
             // SAFETY: row t belongs to this range only.
             let x = unsafe { xs.piece(t * d, d) };
-            if let Err(e) = input.positions.dequantize_row(positions[t], &mut pos) {
+            if let Err(e) = input.positions.dequantize_row(p, &mut pos) {
                 failed.lock().get_or_insert(e);
                 return;
             }
