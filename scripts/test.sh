@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Qwen2.5-Coder-1.5B: the speculative decoding test (tests/tests/speculative.rs) drafts it with 0.5B
-scripts/fetch-models.sh qwen2.5-0.5b gemma3-270m qwen2.5-1.5b >/dev/null
+scripts/fetch-models.sh qwen2.5-0.5b gemma3-270m qwen2.5-1.5b minilm >/dev/null
 # llama.cpp's tokenizer test suite (tests/tests/vocab_suite.rs): vocab-only files from the sdist
 scripts/fetch-vocabs.sh >/dev/null
 log=$(mktemp)

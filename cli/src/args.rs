@@ -45,6 +45,9 @@ pub enum Command {
     /// Quantize a GGUF model as llama.cpp's llama-quantize does (same per-tensor types, same
     /// bytes): IN.gguf OUT.gguf TYPE (Q4_0, Q8_0, Q4_K_M, Q5_K_M, Q6_K, F16, ...).
     Quantize(QuantizeArgs),
+    /// Sentence embeddings with an encoder model (BERT; a GGUF file or a Hugging Face
+    /// directory): one JSON line {"index":i,"embedding":[...]} per text.
+    Embed(EmbedArgs),
 }
 
 #[derive(Args)]
@@ -601,4 +604,23 @@ pub fn llama_style(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::f
         _ => a,
     })
     .collect()
+}
+
+#[derive(Args)]
+pub struct EmbedArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// A text to embed (repeatable).
+    #[arg(short = 'p', long = "prompt")]
+    pub prompt: Vec<String>,
+    /// A file of texts, one per line (empty lines are skipped); after the -p texts.
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<PathBuf>,
+    /// L2-normalise the embeddings (the default for GGUF files, as llama-embedding; a
+    /// Hugging Face directory follows its modules.json).
+    #[arg(long = "normalize", overrides_with = "no_normalize")]
+    pub normalize: bool,
+    /// Do not normalise the embeddings.
+    #[arg(long = "no-normalize")]
+    pub no_normalize: bool,
 }

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         args::Command::Isas => cmd::isas(),
         args::Command::GgufSplit(a) => cmd::gguf_split::run(&a),
         args::Command::Quantize(a) => cmd::quantize::run(&a),
+        args::Command::Embed(a) => cmd::embed::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

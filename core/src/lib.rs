@@ -13,6 +13,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod gguf;

@@ -13,6 +13,7 @@ use superinfer_core::model::{Config, Weights};
 use superinfer_core::parallel::Parallel;
 use superinfer_core::tokenizer::Tokenizer;
 
+use crate::hf::HfModel;
 use crate::load::WeightArena;
 use crate::model_files::ModelFiles;
 use crate::pool::ThreadPool;
@@ -30,6 +31,14 @@ pub struct EngineOptions {
     pub no_repack: bool,
 }
 
+/// How an engine's model makes embeddings unless told otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct EmbeddingDefaults {
+    pub normalize: bool,
+    /// The longest input in tokens (sentence-transformers' `max_seq_length`).
+    pub max_tokens: Option<usize>,
+}
+
 pub struct Engine {
     // Field order matters: `model`'s weights borrow from `_arena` and `files` and must be
     // dropped first.
@@ -41,6 +50,10 @@ pub struct Engine {
     chat_template: Option<String>,
     /// `general.architecture` as written in the file.
     arch_name: String,
+    /// A Hugging Face directory's GGUF header (the tensors borrow their names and the
+    /// metadata from it; dropped after `model`), and its embedding defaults.
+    _hf_header: Vec<u8>,
+    embedding: EmbeddingDefaults,
     _arena: Option<WeightArena>,
     /// The mapped file, or the shards of a split model.
     files: ModelFiles,
@@ -49,9 +62,16 @@ pub struct Engine {
 impl Engine {
     /// Maps and validates a GGUF model: one file, or the first shard of a model split with
     /// llama.cpp's `gguf-split`, whose other shards are found beside it by name.
+    /// A directory is read as a Hugging Face model (`config.json`, `model.safetensors`,
+    /// `tokenizer.json`: [`crate::hf`]), its weights in place.
     pub fn load(path: &Path, opts: &EngineOptions) -> Result<Engine, Error> {
         let start = Instant::now();
-        let mut files = ModelFiles::open_first(path)?;
+        let is_dir = path.is_dir();
+        let weights_path = match is_dir {
+            true => HfModel::weights_path(path)?,
+            false => path.to_path_buf(),
+        };
+        let mut files = ModelFiles::open_first(&weights_path)?;
         // SAFETY: the mappings are owned by `self.files`, never handed out mutably, and
         // their address ranges are stable until they are dropped (a mapping does not move
         // when the list holding it grows). `weights` and everything else borrowing from
@@ -60,7 +80,27 @@ impl Engine {
         let bytes = |files: &ModelFiles, i| unsafe {
             std::mem::transmute::<&[u8], &'static [u8]>(files.bytes(i))
         };
-        let first = GgufFile::parse(bytes(&files, 0)).map_err(|e| Error::model(path, e))?;
+        let mut hf_header = Vec::new();
+        let mut embedding = EmbeddingDefaults {
+            normalize: true,
+            max_tokens: None,
+        };
+        let first = if is_dir {
+            let hf = HfModel::open(path, bytes(&files, 0))?;
+            embedding = EmbeddingDefaults {
+                normalize: hf.normalize,
+                max_tokens: hf.max_seq_length,
+            };
+            hf_header = hf.header;
+            // SAFETY: as the mappings above: the header's heap buffer is owned by
+            // `self._hf_header`, never changed, and dropped after `model` (field order).
+            let header =
+                unsafe { std::mem::transmute::<&[u8], &'static [u8]>(hf_header.as_slice()) };
+            let data = &bytes(&files, 0)[hf.data_start..];
+            GgufFile::parse_detached(header, data).map_err(|e| Error::model(path, e))?
+        } else {
+            GgufFile::parse(bytes(&files, 0)).map_err(|e| Error::model(path, e))?
+        };
         let file = match first.split().map_err(|e| Error::model(path, e))? {
             Some(s) if s.is_split() => {
                 files.open_siblings(&s)?;
@@ -128,9 +168,18 @@ impl Engine {
             file_size: files.total_size(),
             chat_template,
             arch_name,
+            _hf_header: hf_header,
+            embedding,
             _arena: arena,
             files,
         })
+    }
+
+    /// How embeddings are made by default: normalised or not (a Hugging Face directory
+    /// says with sentence-transformers' `modules.json`; llama.cpp normalises), and the
+    /// longest input (`max_seq_length`; else the trained context).
+    pub fn embedding_defaults(&self) -> EmbeddingDefaults {
+        self.embedding
     }
 
     /// The model as core's generation API takes it.

@@ -28,6 +28,10 @@ pub enum Error {
     /// An error of core's (tokenizing, the context, the KV cache, ...).
     #[error(transparent)]
     Core(#[from] superinfer_core::Error),
+    /// A file of a Hugging Face model directory that cannot be read as such: the file, and
+    /// what is wrong with it (naming the field or tensor).
+    #[error("{}: {msg}", path.display())]
+    Hf { path: PathBuf, msg: String },
     /// Options that cannot work together, with what to change.
     #[error("{0}")]
     Usage(String),

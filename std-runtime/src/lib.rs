@@ -3,8 +3,10 @@
 //! and a `Scheduler` that runs many requests together in batched steps.
 
 pub mod cpu;
+mod embed;
 mod engine;
 mod error;
+pub mod hf;
 #[cfg(feature = "hub")]
 pub mod hub;
 mod load;
@@ -19,7 +21,7 @@ mod session;
 pub mod speculative;
 mod tokenizer_file;
 
-pub use engine::{Engine, EngineOptions};
+pub use engine::{EmbeddingDefaults, Engine, EngineOptions};
 pub use error::{chain, Chain, Error};
 pub use load::{MappedFile, OpenError};
 pub use model_files::ModelFiles;

@@ -65,5 +65,6 @@ pub fn resolve(c: &mut Command) -> Result<(), String> {
         Command::Perplexity(a) => model(&mut a.model.model, &a.model.hub),
         Command::Info(a) => model(&mut a.model, &a.hub),
         Command::Isas | Command::GgufSplit(_) | Command::Quantize(_) => Ok(()),
+        Command::Embed(a) => model(&mut a.model.model, &a.model.hub),
     }
 }

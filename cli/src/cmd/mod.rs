@@ -2,6 +2,7 @@ pub mod bench;
 mod bench_batched;
 mod bench_spec;
 pub mod chat;
+pub mod embed;
 pub mod gguf_split;
 pub mod grammar;
 pub mod hub;

@@ -73,6 +73,18 @@ impl<'a> GgufFile<'a> {
     /// offset is checked against the input length; tensor data ranges are checked to lie
     /// inside `data`.
     pub fn parse(data: &'a [u8]) -> Result<Self> {
+        Self::parse_inner(data, None)
+    }
+
+    /// A GGUF header (metadata and tensor directory, no tensor data) whose tensors' offsets
+    /// point into `data`, bytes held elsewhere: a Hugging Face safetensors file's data
+    /// section, read in place (`std-runtime`'s `hf`). Offsets and sizes are checked against
+    /// `data`; they need no alignment. [`Self::bytes`] is `data`.
+    pub fn parse_detached(header: &'a [u8], data: &'a [u8]) -> Result<Self> {
+        Self::parse_inner(header, Some(data))
+    }
+
+    fn parse_inner(data: &'a [u8], detached: Option<&'a [u8]>) -> Result<Self> {
         let mut c = Cursor::new(data);
         let magic = c.u32("magic")?;
         if magic != MAGIC {
@@ -134,7 +146,7 @@ impl<'a> GgufFile<'a> {
         let mut tensor_index = BTreeMap::new();
         for _ in 0..n_tensors {
             let t = read_tensor_info(&mut c)?;
-            if !t.offset.is_multiple_of(alignment) {
+            if detached.is_none() && !t.offset.is_multiple_of(alignment) {
                 return Err(out_of_bounds(&t, data.len()));
             }
             if tensor_index.insert(t.name, tensors.len()).is_some() {
@@ -148,13 +160,16 @@ impl<'a> GgufFile<'a> {
         let data_offset = header_end.div_ceil(alignment) * alignment;
         if tensors.is_empty() {
             // a metadata-only file may end right after the directory
-        } else if data_offset > data.len() as u64 {
+        } else if detached.is_none() && data_offset > data.len() as u64 {
             return Err(Error::Truncated {
                 what: "tensor data",
                 offset: header_end,
             });
         }
-        let data_offset = data_offset as usize;
+        let (data, data_offset) = match detached {
+            Some(d) => (d, 0),
+            None => (data, data_offset as usize),
+        };
         let data_len = data.len().saturating_sub(data_offset) as u64;
         for t in &tensors {
             match t.offset.checked_add(t.size) {

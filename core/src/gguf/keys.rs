@@ -21,6 +21,10 @@ pub const HEAD_COUNT_KV: &str = "attention.head_count_kv";
 pub const KEY_LENGTH: &str = "attention.key_length";
 pub const VALUE_LENGTH: &str = "attention.value_length";
 pub const RMS_EPS: &str = "attention.layer_norm_rms_epsilon";
+pub const LAYERNORM_EPS: &str = "attention.layer_norm_epsilon";
+pub const ATTENTION_CAUSAL: &str = "attention.causal";
+pub const POOLING_TYPE: &str = "pooling_type";
+pub const TOKEN_TYPE_COUNT: &str = "token_type_count";
 pub const SLIDING_WINDOW: &str = "attention.sliding_window";
 pub const SLIDING_WINDOW_PATTERN: &str = "attention.sliding_window_pattern";
 pub const ROPE_FREQ_BASE: &str = "rope.freq_base";
@@ -52,6 +56,9 @@ pub const TOKENIZER_PRECOMPILED_CHARSMAP: &str = "tokenizer.ggml.precompiled_cha
 pub const TOKENIZER_REMOVE_EXTRA_WHITESPACES: &str = "tokenizer.ggml.remove_extra_whitespaces";
 pub const TOKENIZER_NORMALIZER_LOWERCASE: &str = "tokenizer.ggml.normalizer.lowercase";
 pub const TOKENIZER_NORMALIZER_STRIP_ACCENTS: &str = "tokenizer.ggml.normalizer.strip_accents";
+/// Set by a model loaded from a Hugging Face directory: WordPiece normalises exactly as
+/// Hugging Face's BertNormalizer (not a llama.cpp key).
+pub const TOKENIZER_HF_BERT_NORMALIZER: &str = "superinfer.tokenizer.hf_bert_normalizer";
 pub const TOKENIZER_ADD_BOS: &str = "tokenizer.ggml.add_bos_token";
 pub const TOKENIZER_ADD_EOS: &str = "tokenizer.ggml.add_eos_token";
 pub const TOKENIZER_ADD_SPACE_PREFIX: &str = "tokenizer.ggml.add_space_prefix";

@@ -226,6 +226,32 @@ impl GgufWriter {
         (out, offsets.into_iter().map(|o| data_start + o).collect())
     }
 
+    /// The header alone with each declared tensor at the offset given for it (into data
+    /// held elsewhere: [`super::GgufFile::parse_detached`]), in the order they were added.
+    pub fn detached_header(&self, offsets: &[u64]) -> Result<Vec<u8>> {
+        if offsets.len() != self.tensors.len() {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "{} offsets for {} tensors",
+                offsets.len(),
+                self.tensors.len()
+            )));
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC.to_le_bytes());
+        out.extend_from_slice(&3u32.to_le_bytes());
+        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
+        for (k, v) in &self.metadata {
+            put_str(&mut out, k);
+            out.extend_from_slice(&(v.value_type() as u32).to_le_bytes());
+            put_value(&mut out, v)?;
+        }
+        for (t, &off) in self.tensors.iter().zip(offsets) {
+            put_tensor_info(&mut out, &t.name, &t.dims, t.ty, off);
+        }
+        Ok(out)
+    }
+
     /// Adds an F32 tensor.
     pub fn tensor_f32(
         &mut self,

@@ -35,10 +35,15 @@ pub enum Arch {
     InternLm2,
     /// XVERSE: the llama graph.
     Xverse,
+    /// BERT encoders (sentence embeddings): absolute position and token-type embeddings with
+    /// a LayerNorm, bidirectional attention without RoPE, biases on every projection,
+    /// LayerNorms after each residual add (post-norm), an ungated GELU (erf) feed-forward;
+    /// the output is each token's hidden state, pooled by the caller.
+    Bert,
 }
 
 /// The architectures `from_name` knows, for error messages.
-pub const SUPPORTED: &str = "llama (incl. Mixtral-style experts), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, olmo2, exaone, internlm2, xverse";
+pub const SUPPORTED: &str = "llama (incl. Mixtral-style experts), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, olmo2, exaone, internlm2, xverse, bert";
 
 /// Feed-forward gate activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +54,8 @@ pub enum Activation {
     Gelu,
     /// gpt-oss's clamped SwiGLU (`ggml_swiglu_oai`, alpha 1.702, limit 7)
     SwigluOai,
+    /// Ungated GELU in its erf form (BERT: Hugging Face's `"gelu"`): `down(gelu(up h))`.
+    GeluErf,
 }
 
 impl Arch {
@@ -69,6 +76,7 @@ impl Arch {
             "exaone" => Arch::Exaone,
             "internlm2" => Arch::InternLm2,
             "xverse" => Arch::Xverse,
+            "bert" => Arch::Bert,
             other => return Err(Error::UnknownArchitecture(other.into())),
         })
     }
@@ -91,14 +99,18 @@ impl Arch {
             Arch::Exaone => "exaone",
             Arch::InternLm2 => "internlm2",
             Arch::Xverse => "xverse",
+            Arch::Bert => "bert",
         }
     }
 
     pub fn rope_style(self) -> RopeStyle {
         match self {
-            Arch::Llama | Arch::Mistral | Arch::Granite | Arch::InternLm2 | Arch::Xverse => {
-                RopeStyle::Normal
-            }
+            Arch::Llama
+            | Arch::Mistral
+            | Arch::Granite
+            | Arch::InternLm2
+            | Arch::Xverse
+            | Arch::Bert => RopeStyle::Normal,
             Arch::Qwen2
             | Arch::Qwen3
             | Arch::Gemma3
@@ -116,6 +128,7 @@ impl Arch {
         match self {
             Arch::Gemma2 | Arch::Gemma3 => Activation::Gelu,
             Arch::GptOss => Activation::SwigluOai,
+            Arch::Bert => Activation::GeluErf,
             _ => Activation::Silu,
         }
     }
@@ -165,7 +178,13 @@ impl Arch {
     /// Whether attention and FFN have input norms (`attn_norm`, `ffn_norm`; OLMo 2 has
     /// only the norms after them).
     pub fn has_pre_norms(self) -> bool {
-        !matches!(self, Arch::Olmo2)
+        !matches!(self, Arch::Olmo2 | Arch::Bert)
+    }
+
+    /// Whether the model is an encoder (BERT): bidirectional attention, absolute positions,
+    /// post-norm LayerNorms, hidden states out instead of logits.
+    pub fn is_encoder(self) -> bool {
+        matches!(self, Arch::Bert)
     }
 
     /// Whether QK-norm normalises the whole q / k projection of a token (OLMo 2) rather
@@ -204,7 +223,7 @@ mod tests {
         use Arch::*;
         let all = [
             Llama, Mistral, Qwen2, Qwen3, Gemma3, Qwen2Moe, Qwen3Moe, GptOss, Phi3, Gemma2,
-            Granite, Olmo2, Exaone, InternLm2, Xverse,
+            Granite, Olmo2, Exaone, InternLm2, Xverse, Bert,
         ];
         let listed: alloc::vec::Vec<&str> = SUPPORTED
             .split(", ")

@@ -81,7 +81,7 @@ pub(super) fn attend(
             for (row, (t, h)) in rows().enumerate() {
                 let (qr, window) = s.query(row);
                 qr.copy_from_slice(&q[(r.first + t) * q_row + h * dk..][..dk]);
-                *window = attn_window(c, il, r.pos0 + t);
+                *window = attn_window(c, il, r.pos0 + t, r.pos0 + r.n);
                 n_rows = row + 1;
             }
             let tile = Tile {

@@ -4,6 +4,7 @@ use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use super::arch::{Activation, Arch};
+use super::encoder::Pooling;
 use super::moe::MoeConfig;
 use crate::error::{Error, Result};
 use crate::gguf::{keys, GgufFile};
@@ -57,6 +58,11 @@ pub struct Config {
     pub swa_layers: Vec<bool>,
     /// Mixture-of-experts feed-forward (every layer), or `None` for a dense model.
     pub moe: Option<MoeConfig>,
+    /// Whether a token attends only to the positions before it (decoders); encoders attend
+    /// to their whole sequence (`{arch}.attention.causal`, false for BERT).
+    pub causal: bool,
+    /// How an encoder's token states become one embedding (`{arch}.pooling_type`).
+    pub pooling: Pooling,
 }
 
 impl Config {
@@ -94,7 +100,11 @@ impl Config {
         let head_dim_k = opt(keys::KEY_LENGTH)?.unwrap_or(n_embd / n_head);
         let head_dim_v = opt(keys::VALUE_LENGTH)?.unwrap_or(n_embd / n_head);
         let n_ctx_train = opt(keys::CONTEXT_LENGTH)?.unwrap_or(2048);
-        let rms_eps = optf(keys::RMS_EPS)?.unwrap_or(1e-5);
+        // encoders' LayerNorms read `attention.layer_norm_epsilon`
+        let rms_eps = match optf(keys::RMS_EPS)? {
+            Some(e) => e,
+            None => optf(keys::LAYERNORM_EPS)?.unwrap_or(1e-5),
+        };
         let n_rot = opt(keys::ROPE_DIMENSION_COUNT)?.unwrap_or(head_dim_k);
         if n_rot > head_dim_k || n_rot % 2 != 0 {
             return Err(Error::UnsupportedModel(alloc::format!(
@@ -178,6 +188,14 @@ impl Config {
             sliding_window,
             swa_layers,
             moe: MoeConfig::from_gguf(f, arch, n_layer)?,
+            causal: f
+                .get_bool(&key(keys::ATTENTION_CAUSAL))?
+                .unwrap_or(!arch.is_encoder()),
+            pooling: match opt(keys::POOLING_TYPE)? {
+                Some(v) => Pooling::from_id(v as u64)?,
+                None if arch.is_encoder() => Pooling::Mean,
+                None => Pooling::None,
+            },
         })
     }
 

@@ -2,6 +2,7 @@
 //! (`moe::block`), the optional post-norm, the residual add.
 
 use super::arch::Activation;
+use super::encoder::residual_layernorm;
 use super::forward::{norm_rows, project, project_many, residual};
 use super::lora::{add_lora, LoraScratch, Proj, StepLora};
 use super::moe;
@@ -20,6 +21,8 @@ pub(super) fn glu(k: &Kernels, a: Activation) -> Glu {
         Activation::Silu => k.swiglu(),
         Activation::Gelu => k.geglu(),
         Activation::SwigluOai => k.swiglu_oai(),
+        // not gated: `SeqFfn` applies it alone (the value here is never called)
+        Activation::GeluErf => k.geglu(),
     }
 }
 
@@ -59,9 +62,20 @@ pub(super) fn ffn_block(
             }
         }
         Ffn::Moe(m) => moe::block(c, s, k, par, il, m, glu, n)?,
+        Ffn::Seq(f) => {
+            let bufs = Hidden {
+                act: &mut s.act,
+                act1: &mut s.act1,
+                hb: &mut s.hb,
+                hb2: &mut s.hb2,
+            };
+            f.run(k, par, bufs, &s.xb, n, &mut s.xb2)?
+        }
     }
-    let norm = l.post_ffn_norm.as_deref();
-    residual(par, &mut s.x, &mut s.xb2, norm, c, n);
+    match &l.layer_out_norm {
+        Some(ln) => residual_layernorm(par, &mut s.x, &s.xb2, ln, c.rms_eps, d, n),
+        None => residual(par, &mut s.x, &mut s.xb2, l.post_ffn_norm.as_deref(), c, n),
+    }
     Ok(())
 }
 

@@ -18,6 +18,11 @@
 //! logits = output(rmsnorm(x)) * logit_scale (softcapped), for the tokens that want them
 //! ```
 //!
+//! An encoder (BERT, `model/encoder.rs`) switches: the input is LayerNorm(token + token type
+//! 0 + position embedding); no pre-norms or RoPE; every row attends to its whole sequence
+//! (each sequence comes whole in one pass); after each residual add `x = LayerNorm(x + a)`;
+//! the FFN is `down(gelu_erf(up h + b)) + b`; the output is each wanted token's `x`.
+//!
 //! Every matrix product runs over all the step's tokens at once (`ops::matmul::matmul`: a
 //! worker takes a range of weight rows and runs every token over it, so the weights stream
 //! from memory once per step, not once per token or sequence), and attention runs every
@@ -32,6 +37,7 @@
 use alloc::vec::Vec;
 
 use super::attend::attend;
+use super::encoder::residual_layernorm;
 use super::ffn::ffn_block;
 use super::kv_pool::KvPool;
 use super::lora::{add_lora, Proj, StepLora};
@@ -93,6 +99,24 @@ pub fn forward(
         }
         *next += sp.n;
         *added += sp.n;
+    }
+    if !c.causal {
+        // an encoder's tokens see their whole sequence: each sequence must come whole, in
+        // one pass
+        if let Some(&(seq, next, added)) = seqs.iter().find(|&&(_, next, added)| next != added) {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "sequence {} of a bidirectional (encoder) model must come whole in one step \
+                 ({added} of its {next} positions given)",
+                seq.index()
+            )));
+        }
+        if step.len() > s.capacity() {
+            return Err(Error::InvalidArgument(alloc::format!(
+                "a step of a bidirectional (encoder) model holds at most {} tokens, not {}",
+                s.capacity(),
+                step.len()
+            )));
+        }
     }
     for &(seq, _, added) in &seqs {
         pool.reserve(seq, added)?;
@@ -162,6 +186,9 @@ fn run_pass(
             x.iter_mut().for_each(|v| *v *= c.embed_scale);
         }
     }
+    if let Some(input) = &w.encoder {
+        super::encoder::finish_inputs(w, input, s, par, n)?;
+    }
 
     let lora = StepLora {
         sets: step.lora_sets(),
@@ -178,6 +205,17 @@ fn run_pass(
     let mut wanted = core::mem::take(&mut s.wanted);
     wanted.clear();
     wanted.extend((0..n).filter(|&t| step.wants(first + t)));
+    if w.encoder.is_some() {
+        // an encoder's output is each wanted token's hidden state
+        for &t in &wanted {
+            on_logits(first + t, &mut s.x[t * d..(t + 1) * d]);
+        }
+        s.wanted = wanted;
+        for r in runs {
+            pool.commit(r.seq, &tokens[r.first..r.first + r.n])?;
+        }
+        return Ok(());
+    }
     let vocab = c.n_vocab;
     // rows of the output scored (`Scratch::limit_logits`); the others' logits are -∞
     let scored = match s.logit_rows {
@@ -436,7 +474,9 @@ fn attention_block(
     for row in s.xb2.chunks_exact_mut(d).take(n) {
         add_bias(row, &l.bo);
     }
-    let norm = l.post_attn_norm.as_deref();
-    residual(par, &mut s.x, &mut s.xb2, norm, c, n);
+    match &l.attn_out_norm {
+        Some(ln) => residual_layernorm(par, &mut s.x, &s.xb2, ln, c.rms_eps, d, n),
+        None => residual(par, &mut s.x, &mut s.xb2, l.post_attn_norm.as_deref(), c, n),
+    }
     Ok(())
 }

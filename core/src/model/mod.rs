@@ -6,6 +6,7 @@
 mod arch;
 mod attend;
 mod config;
+mod encoder;
 mod ffn;
 mod forward;
 pub mod kv_pool;
@@ -19,6 +20,7 @@ mod weights;
 
 pub use arch::{Activation, Arch, SUPPORTED as SUPPORTED_ARCHS};
 pub use config::Config;
+pub use encoder::{EncoderInput, LayerNorm, Pooling, SeqFfn};
 pub use forward::forward;
 pub use kv_pool::{KvPool, PoolOptions, PoolStats, SeqId};
 pub use scratch::Scratch;

@@ -41,8 +41,11 @@ pub(super) fn ready_token(
         }
     }
 
-    rope::apply(q, c.head_dim_k, c.rope_style, rope);
-    rope::apply(k, c.head_dim_k, c.rope_style, rope);
+    // encoders have absolute position embeddings instead
+    if !c.arch.is_encoder() {
+        rope::apply(q, c.head_dim_k, c.rope_style, rope);
+        rope::apply(k, c.head_dim_k, c.rope_style, rope);
+    }
 
     // quantized caches: rotate the heads so outlier dimensions do not dominate a block
     if let Some(n) = key_rotation {
@@ -70,7 +73,13 @@ pub(super) fn rope_angles(
 
 /// The positions the token at `pos` sees in layer `il`: a sliding-window layer the last
 /// `sliding_window` (llama.cpp: masked when pos - p >= n_swa), the others all.
-pub(super) fn attn_window(c: &Config, il: usize, pos: usize) -> Range<usize> {
+///
+/// `end` is the end of the token's run in the step: a bidirectional (encoder) model's token
+/// sees its whole sequence, which comes whole in one step.
+pub(super) fn attn_window(c: &Config, il: usize, pos: usize, end: usize) -> Range<usize> {
+    if !c.causal {
+        return 0..end;
+    }
     let start = if c.swa_layers[il] && c.sliding_window > 0 {
         (pos + 1).saturating_sub(c.sliding_window)
     } else {

@@ -6,6 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::Config;
+use super::encoder::{EncoderInput, LayerNorm, SeqFfn};
 use super::moe::Experts;
 use crate::error::{Error, Result};
 use crate::gguf::{dims_string, GgufFile, TensorInfo};
@@ -43,12 +44,18 @@ pub struct Layer<'a> {
     pub ffn_norm: Option<Cow<'a, [f32]>>,
     pub ffn: Ffn<'a>,
     pub post_ffn_norm: Option<Cow<'a, [f32]>>,
+    /// Encoders' LayerNorms after the attention's and the FFN's residual adds
+    /// (`attn_output_norm`, `layer_output_norm`).
+    pub attn_out_norm: Option<LayerNorm<'a>>,
+    pub layer_out_norm: Option<LayerNorm<'a>>,
 }
 
 /// A layer's feed-forward block.
 pub enum Ffn<'a> {
     Dense(DenseFfn<'a>),
     Moe(alloc::boxed::Box<Experts<'a>>),
+    /// Ungated, with biases (BERT).
+    Seq(SeqFfn<'a>),
 }
 
 /// `down(act(gate · x) * (up · x))`.
@@ -126,6 +133,7 @@ impl<'a> Ffn<'a> {
         match self {
             Ffn::Dense(d) => d.up.rows,
             Ffn::Moe(m) => m.shared.as_ref().map_or(0, |s| s.ffn.up.rows).max(m.n_ff),
+            Ffn::Seq(f) => f.up.rows,
         }
     }
 }
@@ -137,6 +145,7 @@ impl<'a> Layer<'a> {
         match &self.ffn {
             Ffn::Dense(d) => alloc::boxed::Box::new(attn.chain(d.matrices())),
             Ffn::Moe(m) => alloc::boxed::Box::new(attn.chain(m.matrices())),
+            Ffn::Seq(f) => alloc::boxed::Box::new(attn.chain(f.matrices())),
         }
     }
 
@@ -145,6 +154,7 @@ impl<'a> Layer<'a> {
         match &mut self.ffn {
             Ffn::Dense(d) => alloc::boxed::Box::new(attn.chain(d.matrices_mut())),
             Ffn::Moe(m) => alloc::boxed::Box::new(attn.chain(m.matrices_mut())),
+            Ffn::Seq(f) => alloc::boxed::Box::new(attn.chain(f.matrices_mut())),
         }
     }
 }
@@ -160,6 +170,8 @@ pub struct Weights<'a> {
     pub rope_long: Option<Cow<'a, [f32]>>,
     pub rope_short: Option<Cow<'a, [f32]>>,
     pub layers: Vec<Layer<'a>>,
+    /// An encoder's input tables (BERT); `None` for decoders.
+    pub encoder: Option<EncoderInput<'a>>,
 }
 
 impl<'a> Weights<'a> {
@@ -175,7 +187,10 @@ impl<'a> Weights<'a> {
         let o_dim = c.n_head * c.head_dim_v;
 
         let token_embd = b.matrix("token_embd.weight", c.n_vocab, c.n_embd, false)?;
+        let encoder = c.arch.is_encoder();
         let output = match f.tensor("output.weight") {
+            // an encoder has no LM head: its output is the hidden states
+            _ if encoder => token_embd.clone(),
             Some(_) if !c.arch.always_tied() => {
                 b.matrix("output.weight", c.n_vocab, c.n_embd, true)?
             }
@@ -184,7 +199,10 @@ impl<'a> Weights<'a> {
                 token_embd.clone()
             }
         };
-        let output_norm = b.vector("output_norm.weight", c.n_embd)?;
+        let output_norm = match encoder {
+            true => Cow::Borrowed(&[][..]),
+            false => b.vector("output_norm.weight", c.n_embd)?,
+        };
         let rope_freqs = b.opt_vector("rope_freqs.weight", c.n_rot / 2)?;
         let rope_long = b.opt_vector("rope_factors_long.weight", c.n_rot / 2)?;
         let rope_short = b.opt_vector("rope_factors_short.weight", c.n_rot / 2)?;
@@ -205,6 +223,7 @@ impl<'a> Weights<'a> {
         for il in 0..c.n_layer {
             let n = |s: &str| alloc::format!("blk.{il}.{s}");
             let ffn = match &c.moe {
+                None if encoder => Ffn::Seq(SeqFfn::bind(&b, il, c.n_embd)?),
                 None if c.arch.fused_gate_up() => {
                     Ffn::Dense(DenseFfn::bind_fused(&b, &n, c.n_embd)?)
                 }
@@ -259,8 +278,17 @@ impl<'a> Weights<'a> {
                 ffn_norm: norm(&n(c.arch.ffn_norm_tensor()))?,
                 ffn,
                 post_ffn_norm: b.opt_vector(&n("post_ffw_norm.weight"), c.n_embd)?,
+                attn_out_norm: match encoder {
+                    true => Some(LayerNorm::bind(&b, &n("attn_output_norm"), c.n_embd)?),
+                    false => None,
+                },
+                layer_out_norm: match encoder {
+                    true => Some(LayerNorm::bind(&b, &n("layer_output_norm"), c.n_embd)?),
+                    false => None,
+                },
             });
         }
+        let (c_embd, c_ctx) = (c.n_embd, c.n_ctx_train);
         let mut config = c;
         config.n_ff = n_ff_max;
         Ok(Weights {
@@ -272,6 +300,10 @@ impl<'a> Weights<'a> {
             rope_long,
             rope_short,
             layers,
+            encoder: match encoder {
+                true => Some(EncoderInput::bind(&b, c_embd, c_ctx)?),
+                false => None,
+            },
         })
     }
 
@@ -405,6 +437,7 @@ impl<'a> Weights<'a> {
                 (ffn, _) => match ffn {
                     Ffn::Dense(d) => d.matrices().map(|m| m.data.len()).sum(),
                     Ffn::Moe(m) => m.matrices().map(|m| m.data.len()).sum(),
+                    Ffn::Seq(f) => f.matrices().map(|m| m.data.len()).sum(),
                 },
             };
         }
@@ -413,7 +446,7 @@ impl<'a> Weights<'a> {
 }
 
 pub(super) struct Binder<'f, 'a> {
-    f: &'f GgufFile<'a>,
+    pub(super) f: &'f GgufFile<'a>,
     kernels: &'f Kernels,
 }
 
@@ -524,7 +557,7 @@ impl<'a> Binder<'_, 'a> {
         self.f32_data(name, t, len * rows).map(Some)
     }
 
-    pub(super) fn vector(&self, name: &str, len: usize) -> Result<Cow<'a, [f32]>> {
+    pub(crate) fn vector(&self, name: &str, len: usize) -> Result<Cow<'a, [f32]>> {
         let t = self.require(name)?;
         if t.n_elements() != len as u64
             || t.dims.len() > 1 && t.dims.iter().skip(1).any(|&d| d != 1)

@@ -50,6 +50,15 @@ pub fn geglu(gate: &mut [f32], up: &[f32]) {
     }
 }
 
+/// GELU in its erf form, in place: `x · (1 + erf(x / √2)) / 2` (PyTorch's and Hugging
+/// Face's `"gelu"`, which BERT encoders were trained with).
+pub fn gelu_erf(x: &mut [f32]) {
+    const FRAC_1_SQRT_2: f32 = core::f32::consts::FRAC_1_SQRT_2;
+    for v in x {
+        *v = 0.5 * *v * (1.0 + libm::erff(*v * FRAC_1_SQRT_2));
+    }
+}
+
 pub fn gelu(x: f32) -> f32 {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
     const COEF_A: f32 = 0.044715;

@@ -11,6 +11,7 @@ mod pre;
 mod pre_table;
 mod pretokenize;
 mod regex;
+mod spacing_marks;
 mod special;
 mod spm;
 mod stream;
@@ -173,7 +174,11 @@ impl Tokenizer {
                     None => Some(100).filter(|&i| (i as u64) < n),
                 };
                 (
-                    Model::Wpm(wpm::Wpm::new(&vocab, unk, lowercase, strip_accents)),
+                    Model::Wpm(
+                        wpm::Wpm::new(&vocab, unk, lowercase, strip_accents).hf(f
+                            .get_bool(keys::TOKENIZER_HF_BERT_NORMALIZER)?
+                            .unwrap_or(false)),
+                    ),
                     true,
                     (Some(101).filter(|&i| (i as u64) < n), None),
                 )

@@ -4,6 +4,12 @@
 //! word, with U+2581 before it (GGUF's BERT vocabularies mark word starts so, not `##`
 //! continuations), is covered by the longest tokens from its start; a word that cannot be
 //! covered is `[UNK]`.
+//!
+//! In Hugging Face mode (`Wpm::hf`, a model loaded from a Hugging Face directory, whose ids
+//! must be the `tokenizers` package's) accents are stripped as its BertNormalizer does: a
+//! Hangul syllable decomposes into its jamo (NFD), and only nonspacing marks (Mn) are
+//! dropped, spacing and enclosing ones kept (llama.cpp keeps a syllable whole and drops
+//! every mark).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -18,6 +24,20 @@ pub struct Wpm {
     max_len: usize,
     lowercase: bool,
     strip_accents: bool,
+    /// Hugging Face's BertNormalizer exactly (module docs).
+    hf: bool,
+}
+
+/// The jamo of a precomposed Hangul syllable (Unicode's algorithmic NFD), else `None`.
+fn hangul_jamo(c: char) -> Option<([char; 3], usize)> {
+    const S_BASE: u32 = 0xAC00;
+    let s = (c as u32).checked_sub(S_BASE).filter(|&s| s < 11_172)?;
+    let l = char::from_u32(0x1100 + s / 588)?;
+    let v = char::from_u32(0x1161 + (s % 588) / 28)?;
+    match s % 28 {
+        0 => Some(([l, v, v], 2)),
+        t => Some(([l, v, char::from_u32(0x11A7 + t)?], 3)),
+    }
 }
 
 /// `llm_tokenizer_wpm_session::is_chinese_char` (with its 0x2B920 lower bound, as HF's Rust).
@@ -38,30 +58,59 @@ impl Wpm {
             max_len,
             lowercase,
             strip_accents,
+            hf: false,
         }
+    }
+
+    /// Normalises as Hugging Face's BertNormalizer (module docs).
+    pub fn hf(mut self, on: bool) -> Wpm {
+        self.hf = on;
+        self
     }
 
     /// `preprocess`: the normalised words.
     fn words(&self, text: &str) -> Vec<String> {
         let mut words = alloc::vec![String::new()];
         for c in text.chars() {
+            if self.hf && self.strip_accents {
+                if let Some((jamo, n)) = hangul_jamo(c) {
+                    for &j in &jamo[..n] {
+                        self.push_char(j, &mut words);
+                    }
+                    continue;
+                }
+            }
             let c = if self.strip_accents {
                 unicode::nfd_first(c)
             } else {
                 c
             };
+            self.push_char(c, &mut words);
+        }
+        if words.last().is_some_and(String::is_empty) {
+            words.pop();
+        }
+        words
+    }
+
+    /// One normalised code point into the words.
+    fn push_char(&self, c: char, words: &mut Vec<String>) {
+        {
             if is_whitespace(c) {
                 if !words.last().is_some_and(String::is_empty) {
                     words.push(String::new());
                 }
-                continue;
+                return;
             }
             let cat = unicode::category(c);
             if c == '\0' || c == '\u{FFFD}' || cat == unicode::CAT_CONTROL {
-                continue;
+                return;
             }
-            if self.strip_accents && cat == unicode::CAT_MARK {
-                continue;
+            if self.strip_accents
+                && cat == unicode::CAT_MARK
+                && !(self.hf && super::spacing_marks::is_spacing_or_enclosing_mark(c))
+            {
+                return;
             }
             let ch = if self.lowercase {
                 unicode::to_lower(c)
@@ -84,10 +133,6 @@ impl Wpm {
                 w.push(ch);
             }
         }
-        if words.last().is_some_and(String::is_empty) {
-            words.pop();
-        }
-        words
     }
 
     pub fn tokenize(&self, vocab: &Vocab, text: &str, out: &mut Vec<u32>) {
