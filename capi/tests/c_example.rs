@@ -129,6 +129,8 @@ fn c_example_streams_what_run_prints() {
 }
 
 fn last_error() -> (String, String) {
+    // SAFETY: both functions return NUL-terminated strings that live until this thread's
+    // next failing call.
     let s = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
     (s(superinfer_last_error_code()), s(superinfer_last_error()))
 }

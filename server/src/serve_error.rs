@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use superinfer_runtime::Error as RuntimeError;
 
+// The runtime's error is boxed where it sits beside a path: a `Result<_, ServeError>` stays
+// small (clippy's result_large_err).
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("cannot start the async runtime")]
@@ -25,19 +28,19 @@ pub enum ServeError {
     Load {
         path: PathBuf,
         #[source]
-        source: RuntimeError,
+        source: Box<RuntimeError>,
     },
     #[error("loading the draft model {}", path.display())]
     LoadDraft {
         path: PathBuf,
         #[source]
-        source: RuntimeError,
+        source: Box<RuntimeError>,
     },
     #[error("the draft model {}", path.display())]
     Draft {
         path: PathBuf,
         #[source]
-        source: RuntimeError,
+        source: Box<RuntimeError>,
     },
     /// The chat template could not be read or parsed (the message says which and why).
     #[error("{0}")]

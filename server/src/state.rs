@@ -82,7 +82,7 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Ser
     let engine =
         Engine::load(&state.model_path, &setup.engine).map_err(|source| ServeError::Load {
             path: state.model_path.clone(),
-            source,
+            source: Box::new(source),
         })?;
     let engine = Arc::new(engine);
     let template =
@@ -92,7 +92,7 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Ser
             Some(
                 Engine::load(path, &setup.engine).map_err(|source| ServeError::LoadDraft {
                     path: path.clone(),
-                    source,
+                    source: Box::new(source),
                 })?,
             )
         }
@@ -104,7 +104,7 @@ pub fn engine_thread(state: Arc<AppState>, setup: EngineSetup) -> Result<(), Ser
             .with_draft(d, *opts)
             .map_err(|source| ServeError::Draft {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         tracing::info!(
             "draft model {} loaded in {:.2} s (up to {} tokens a step)",

@@ -75,6 +75,8 @@ impl From<Error> for Failure {
             Error::ContextOverflow { .. } | Error::KvPoolFull { .. } => "context_length_exceeded",
             // the shards of a split model: some missing, out of order, or of another split
             Error::InvalidArgument(_) | Error::Split(_) => "invalid_argument",
+            // the npm package loads no adapters; its stable code if one ever comes through
+            Error::Lora(l) => l.code(),
         };
         Failure::new(code, e.to_string())
     }

@@ -282,7 +282,8 @@ pub(crate) fn base_matrix<'w, 'a>(
     let l = w.layers.get(il)?;
     let ffn = match &l.ffn {
         Ffn::Dense(d) => Some(d),
-        Ffn::Moe(_) => None,
+        // experts and encoders' ungated FFNs take no adapters (yet)
+        Ffn::Moe(_) | Ffn::Seq(_) => None,
     };
     Some(match p {
         Proj::Q => &l.wq,
