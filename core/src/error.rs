@@ -77,7 +77,7 @@ pub enum Error {
     },
     InvalidArgument(String),
     /// A LoRA adapter that cannot be used with this model (the problem names the tensor).
-    Lora(crate::model::lora::LoraError),
+    Lora(alloc::boxed::Box<crate::model::lora::LoraError>),
 }
 
 impl fmt::Display for Error {

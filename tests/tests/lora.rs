@@ -10,7 +10,7 @@
 //! - a step mixing two adapters and none gives every sequence the bits it gets alone;
 //! - bad adapters are typed errors naming the problem, never a panic.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use superinfer_runtime::core::gguf::{GgufFile, GgufWriter, MetaValue};
 use superinfer_runtime::core::model::lora::{Lora, LoraAdapter, LoraError, LoraSet};
@@ -39,9 +39,12 @@ fn base() -> &'static Base {
     })
 }
 
+/// An adapter regenerated and loaded, by name.
+type Loaded = (String, Arc<LoraAdapter>);
+
 /// The adapter `name` regenerated, checked to be the file llama.cpp read.
 fn adapter_of(name: &str) -> Arc<LoraAdapter> {
-    static CACHE: OnceLock<std::sync::Mutex<Vec<(String, Arc<LoraAdapter>)>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<Vec<Loaded>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some((_, a)) = cache.lock().unwrap().iter().find(|(n, _)| n == name) {
         return a.clone();
@@ -211,7 +214,7 @@ fn lora_err(bytes: &[u8]) -> LoraError {
     match base().engine.lora_from_bytes(bytes) {
         Err(Error::Lora(e)) => {
             eprintln!("{e}");
-            e
+            *e
         }
         Err(e) => panic!("not a LoRA error: {e}"),
         Ok(_) => panic!("a bad adapter was accepted"),
@@ -247,9 +250,10 @@ fn bad_adapters_are_typed_errors() {
         .engine
         .lora_from_bytes(&tiny("qwen2", "adapter", [d, 0], [0, d]))
     {
-        Err(Error::Lora(LoraError::ZeroRank { tensor })) => {
-            assert_eq!(tensor, "blk.0.attn_q.weight")
-        }
+        Err(Error::Lora(e)) => match *e {
+            LoraError::ZeroRank { tensor } => assert_eq!(tensor, "blk.0.attn_q.weight"),
+            e => panic!("rank 0: {e}"),
+        },
         // a GGUF reader may refuse an empty dimension before the adapter is looked at
         Err(e) => eprintln!("rank 0: {e}"),
         Ok(_) => panic!("a rank-0 adapter was accepted"),

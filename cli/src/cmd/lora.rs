@@ -11,6 +11,9 @@ use clap::{ArgAction, Args};
 use superinfer_runtime::core::model::lora::{Lora, LoraAdapter, LoraSet};
 use superinfer_runtime::Engine;
 
+/// The adapters every sequence takes (with their scales), and those spread over sequences.
+type Parsed = (Vec<(PathBuf, f32)>, Vec<PathBuf>);
+
 #[derive(Args, Clone, Default, Debug)]
 pub struct LoraArgs {
     /// A LoRA adapter (llama.cpp's GGUF LoRA format) at scale 1; repeatable (the adapters'
@@ -35,7 +38,7 @@ impl LoraArgs {
 
     /// Every adapter at its scale: the ones every sequence takes, and the ones a
     /// comma-separated list spreads over sequences (empty when there is none).
-    fn parse(&self) -> Result<(Vec<(PathBuf, f32)>, Vec<PathBuf>), String> {
+    fn parse(&self) -> Result<Parsed, String> {
         let (mut common, mut spread) = (Vec::new(), Vec::new());
         for v in &self.lora {
             let parts: Vec<&str> = v.split(',').filter(|p| !p.is_empty()).collect();

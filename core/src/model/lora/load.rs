@@ -98,7 +98,7 @@ impl core::fmt::Debug for LoraAdapter {
 }
 
 fn lora(e: LoraError) -> Error {
-    Error::Lora(e)
+    Error::Lora(alloc::boxed::Box::new(e))
 }
 
 impl LoraAdapter {
