@@ -132,13 +132,27 @@ fn bad_input_is_one_clear_error() {
         "requantizing from type q8_0 is disabled",
     );
     one_error(
-        &superinfer(&["quantize", "--imatrix", "/nonexistent/im.gguf", f32s, outs, "Q4_K_M"]),
+        &superinfer(&[
+            "quantize",
+            "--imatrix",
+            "/nonexistent/im.gguf",
+            f32s,
+            outs,
+            "Q4_K_M",
+        ]),
         "cannot read imatrix /nonexistent/im.gguf",
     );
     let junk = temp("junk-imatrix.dat");
     std::fs::write(&junk, [1u8, 0, 0, 0, 200, 0]).unwrap();
     one_error(
-        &superinfer(&["quantize", "--imatrix", junk.to_str().unwrap(), f32s, outs, "Q4_K_M"]),
+        &superinfer(&[
+            "quantize",
+            "--imatrix",
+            junk.to_str().unwrap(),
+            f32s,
+            outs,
+            "Q4_K_M",
+        ]),
         "truncated as a legacy imatrix",
     );
     std::fs::remove_file(&junk).unwrap();

@@ -98,7 +98,7 @@ pub fn quantize_rows(
         return quantize(ty, src, dst);
     };
     super::check_len(ty, src.len(), dst.len())?;
-    if n_per_row == 0 || src.len() % n_per_row != 0 || qw.len() != n_per_row {
+    if n_per_row == 0 || !src.len().is_multiple_of(n_per_row) || qw.len() != n_per_row {
         return Err(Error::InvalidArgument(alloc::format!(
             "{} values are not rows of {n_per_row} with {} importance weights",
             src.len(),
