@@ -67,7 +67,8 @@ pub struct QuantizeArgs {
     /// Allow converting tensors that are already quantized (lower quality than from F16).
     #[arg(long = "allow-requantize")]
     pub allow_requantize: bool,
-    /// An importance matrix (llama-imatrix's file); not supported yet: refused with an error.
+    /// An importance matrix (llama-imatrix's GGUF, or the legacy .dat), for Q4_0, Q4_1, Q5_0,
+    /// Q5_1, Q8_0, Q4_K_S/M, Q5_K_S/M, Q6_K (the other types refuse it).
     #[arg(long = "imatrix", value_name = "FILE")]
     pub imatrix: Option<PathBuf>,
     /// Every quantizable tensor in TYPE itself, without the mix's per-tensor choices.

@@ -1,7 +1,7 @@
 //! `superinfer quantize` through the binary on synthetic models: a model it writes loads
 //! and reports the chosen types, and bad input (not a GGUF, unknown or unsupported type,
 //! output = input, an unwritable output, a quantized input without --allow-requantize,
-//! --imatrix) ends in one clear error line and a non-zero exit, never a panic.
+//! a missing or corrupt --imatrix) ends in one clear error line and a non-zero exit, never a panic.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -132,9 +132,30 @@ fn bad_input_is_one_clear_error() {
         "requantizing from type q8_0 is disabled",
     );
     one_error(
-        &superinfer(&["quantize", "--imatrix", "im.gguf", f32s, outs, "Q4_K_M"]),
-        "not supported yet for Q4_K_M",
+        &superinfer(&[
+            "quantize",
+            "--imatrix",
+            "/nonexistent/im.gguf",
+            f32s,
+            outs,
+            "Q4_K_M",
+        ]),
+        "cannot read imatrix /nonexistent/im.gguf",
     );
+    let junk = temp("junk-imatrix.dat");
+    std::fs::write(&junk, [1u8, 0, 0, 0, 200, 0]).unwrap();
+    one_error(
+        &superinfer(&[
+            "quantize",
+            "--imatrix",
+            junk.to_str().unwrap(),
+            f32s,
+            outs,
+            "Q4_K_M",
+        ]),
+        "truncated as a legacy imatrix",
+    );
+    std::fs::remove_file(&junk).unwrap();
     one_error(
         &superinfer(&[
             "quantize",

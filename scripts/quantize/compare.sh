@@ -2,8 +2,9 @@
 # Quantizes each model copy to each type with llama-quantize and with `superinfer quantize`
 # (alternated, same thread count), compares the files byte for byte and prints wall times.
 #
-#   scripts/quantize/compare.sh SUPERINFER_BIN THREADS "TYPE..." MODEL.gguf...
+#   [IMATRIX=FILE] scripts/quantize/compare.sh SUPERINFER_BIN THREADS "TYPE..." MODEL.gguf...
 #
+# (IMATRIX: both get --imatrix FILE, given as written: its name goes into the file.)
 # Writes ref-*/our-* files and logs beside the working directory; on this machine wrap it
 # in `flock /tmp/superinfer-cpu.lock` (the times are only comparable on an idle machine).
 set -euo pipefail
@@ -16,10 +17,11 @@ for m in "$@"; do
   for t in $types; do
     ref=ref-$base-$t.gguf our=our-$base-$t.gguf
     s=$(date +%s.%N)
-    "$bin/llama-quantize" "$m" "$ref" "$t" "$threads" > "$ref.log" 2>&1
+    im=(); [ -n "${IMATRIX:-}" ] && im=(--imatrix "$IMATRIX")
+    "$bin/llama-quantize" "${im[@]}" "$m" "$ref" "$t" "$threads" > "$ref.log" 2>&1
     e=$(date +%s.%N); lt=$(echo "$e - $s" | bc)
     s=$(date +%s.%N)
-    "$ours" quantize "$m" "$our" "$t" -t "$threads" > "$our.log" 2>&1
+    "$ours" quantize "${im[@]}" "$m" "$our" "$t" -t "$threads" > "$our.log" 2>&1
     e=$(date +%s.%N); ot=$(echo "$e - $s" | bc)
     if cmp -s "$ref" "$our"; then r=identical; else r=DIFFER; fi
     printf '%-44s %-7s %-10s %9.2f %9.2f\n' "$base" "$t" "$r" "$lt" "$ot"
