@@ -624,4 +624,8 @@ pub struct EmbedArgs {
     /// Do not normalise the embeddings.
     #[arg(long = "no-normalize")]
     pub no_normalize: bool,
+    /// Quantize the layers' matrices to this type when loading (e.g. q8_0; default: as
+    /// stored).
+    #[arg(long = "type")]
+    pub weight_type: Option<String>,
 }

@@ -50,8 +50,8 @@ pub struct Engine {
     chat_template: Option<String>,
     /// `general.architecture` as written in the file.
     arch_name: String,
-    /// A Hugging Face directory's GGUF header (the tensors borrow their names and the
-    /// metadata from it; dropped after `model`), and its embedding defaults.
+    /// A Hugging Face directory's GGUF header, or a requantized whole file (the tensors and
+    /// metadata borrow from it; dropped after `model`), and the embedding defaults.
     _hf_header: Vec<u8>,
     embedding: EmbeddingDefaults,
     _arena: Option<WeightArena>,
@@ -65,6 +65,17 @@ impl Engine {
     /// A directory is read as a Hugging Face model (`config.json`, `model.safetensors`,
     /// `tokenizer.json`: [`crate::hf`]), its weights in place.
     pub fn load(path: &Path, opts: &EngineOptions) -> Result<Engine, Error> {
+        Self::load_as(path, opts, None)
+    }
+
+    /// As [`Self::load`], with every layer matrix quantized to `weight_type` first (in
+    /// memory: [`crate::hf::requantize`]; e.g. a Hugging Face directory's F32 weights as
+    /// Q8_0).
+    pub fn load_as(
+        path: &Path,
+        opts: &EngineOptions,
+        weight_type: Option<superinfer_core::quant::GgmlType>,
+    ) -> Result<Engine, Error> {
         let start = Instant::now();
         let is_dir = path.is_dir();
         let weights_path = match is_dir {
@@ -113,6 +124,19 @@ impl Engine {
                 GgufFile::from_shards(shards).map_err(|e| Error::model(path, e))?
             }
             _ => first,
+        };
+        let file = match weight_type {
+            Some(ty) => {
+                let bytes = crate::hf::requantize(&file, ty).map_err(|e| Error::model(path, e))?;
+                drop(file);
+                hf_header = bytes;
+                // SAFETY: as the header above: owned by `self._hf_header`, dropped after
+                // `model`, never changed.
+                let whole =
+                    unsafe { std::mem::transmute::<&[u8], &'static [u8]>(hf_header.as_slice()) };
+                GgufFile::parse(whole).map_err(|e| Error::model(path, e))?
+            }
+            None => file,
         };
         let features = cpu::detect();
         let isa = match opts.isa {

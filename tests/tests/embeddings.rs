@@ -223,6 +223,17 @@ fn minilm_gguf_f32_and_q8_0() {
     let q8 = engine(&gguf_copy(GgmlType::Q8_0));
     let (_, mean) = check_cosines(&q8, &r, 0.997, "Q8_0 GGUF", true);
     assert!(mean >= 0.9995, "Q8_0 GGUF: mean cosine {mean}");
+    // the directory quantized on load (`embed --type q8_0`) is that file
+    let opts = EngineOptions {
+        threads: 2,
+        ..Default::default()
+    };
+    let q8_dir = Engine::load_as(&minilm_dir(), &opts, Some(GgmlType::Q8_0)).unwrap();
+    let ids: Vec<&[u32]> = r.ids.iter().take(40).map(Vec::as_slice).collect();
+    assert_eq!(
+        q8_dir.embed_tokens(&ids, None).unwrap(),
+        q8.embed_tokens(&ids, None).unwrap()
+    );
 }
 
 /// A copy of the directory's small files in a fresh temporary directory, with `weights`

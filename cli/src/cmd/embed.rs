@@ -4,6 +4,9 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use superinfer_runtime::core::quant::GgmlType;
+use superinfer_runtime::{Engine, EngineOptions};
+
 use crate::args::EmbedArgs;
 
 pub fn run(a: &EmbedArgs) -> Result<(), String> {
@@ -16,7 +19,20 @@ pub fn run(a: &EmbedArgs) -> Result<(), String> {
     if texts.is_empty() {
         return Err("no text to embed: give -p TEXT or -f FILE".into());
     }
-    let engine = super::load_engine(&a.model)?;
+    let engine = match &a.weight_type {
+        None => super::load_engine(&a.model)?,
+        Some(name) => {
+            let ty = GgmlType::from_name(&name.to_uppercase())
+                .ok_or_else(|| format!("--type '{name}' is not a weight type (e.g. q8_0)"))?;
+            let opts = EngineOptions {
+                threads: a.model.threads,
+                isa: super::parse_isa(a.model.isa.as_deref())?,
+                no_repack: a.model.no_repack,
+            };
+            Engine::load_as(&a.model.model, &opts, Some(ty))
+                .map_err(|e| superinfer_runtime::chain(&e))?
+        }
+    };
     let normalize = match (a.normalize, a.no_normalize) {
         (true, _) => Some(true),
         (_, true) => Some(false),

@@ -96,3 +96,36 @@ impl HfModel {
         Err(err(&p, "missing: the directory has no model.safetensors"))
     }
 }
+
+/// A whole GGUF file in memory with `f`'s metadata and tensors, every 2-D matrix of the
+/// layers (`blk.*`) quantized to `ty` with core's reference quantizer (rows that are not
+/// whole blocks of `ty` keep their type): quantizing on load (`embed --type q8_0`).
+pub fn requantize(
+    f: &superinfer_core::gguf::GgufFile<'_>,
+    ty: superinfer_core::quant::GgmlType,
+) -> Result<Vec<u8>, superinfer_core::Error> {
+    use superinfer_core::gguf::MetaValue;
+    use superinfer_core::quant;
+    let quantize = quant::quantize_row_ref(ty).ok_or_else(|| {
+        superinfer_core::Error::InvalidArgument(format!("cannot quantize to {ty}"))
+    })?;
+    let mut w = GgufWriter::new();
+    for (key, value) in f.metadata() {
+        w.meta(*key, MetaValue::from_value(value));
+    }
+    for t in f.tensors() {
+        let data = f.tensor_data(t);
+        let fits = t.dims.len() == 2 && t.row_len().is_multiple_of(ty.block_len());
+        if !(fits && t.name.starts_with("blk.")) || t.ty == ty {
+            w.tensor(t.name, &t.dims, t.ty, data.to_vec())?;
+            continue;
+        }
+        let mut values = vec![0f32; t.n_elements() as usize];
+        quant::dequantize_row(t.ty, data, &mut values)?;
+        let n = ty.bytes_for(t.n_elements()).unwrap_or(0) as usize;
+        let mut out = vec![0u8; n];
+        quantize(&values, &mut out);
+        w.tensor(t.name, &t.dims, ty, out)?;
+    }
+    w.finish()
+}
