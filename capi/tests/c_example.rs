@@ -17,6 +17,15 @@ use superinfer_tests::{require_model, QWEN_05B};
 const PROMPT: &str = "The three most useful kitchen tools are";
 const N: usize = 40;
 
+/// The compiled example, run without cargo's `LD_LIBRARY_PATH` (which lists `target/<profile>`
+/// too, where a libsuperinfer.so of another profile may lie): it finds the library by its
+/// rpath.
+fn example(bin: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.env_remove("LD_LIBRARY_PATH");
+    c
+}
+
 /// `target/<profile>/deps`, beside this test: where cargo built the libsuperinfer.so of
 /// this test's profile (the copy in `target/<profile>` is the last one built by name, e.g.
 /// an unoptimized `cargo build -p superinfer-capi`).
@@ -81,7 +90,7 @@ fn c_example_streams_what_run_prints() {
     std::fs::create_dir_all(&dir).unwrap();
     let bin = build_example(&dir);
 
-    let out = Command::new(&bin)
+    let out = example(&bin)
         .arg(&model)
         .arg(PROMPT)
         .arg(N.to_string())
@@ -94,7 +103,7 @@ fn c_example_streams_what_run_prints() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 
-    let out = Command::new(&bin)
+    let out = example(&bin)
         .arg(&model)
         .arg(PROMPT)
         .arg(N.to_string())
@@ -114,7 +123,7 @@ fn c_example_streams_what_run_prints() {
         assert_eq!(body.strip_suffix('\n').unwrap(), want, "thread {i}");
     }
 
-    let out = Command::new(&bin)
+    let out = example(&bin)
         .arg(dir.join("missing.gguf"))
         .arg(PROMPT)
         .output()
