@@ -578,3 +578,52 @@ fn speculative_flags() {
         assert_eq!(out.stdout, plain.stdout, "{extra:?}");
     }
 }
+
+/// `embed` on all-MiniLM-L6-v2 (a Hugging Face directory): one JSON line per text, in order,
+/// unit vectors of 384; a directory that is not a model gives one clear error line.
+#[test]
+fn embed_prints_json_lines() {
+    let dir = superinfer_tests::models_dir().join("all-minilm-l6-v2");
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "run scripts/fetch-models.sh minilm first"
+    );
+    let out = superinfer(&[
+        "embed",
+        "-m",
+        dir.to_str().unwrap(),
+        "-p",
+        "A cat.",
+        "-p",
+        "Ein Hund.",
+        "-t",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l["index"], i);
+        let v: Vec<f64> = l["embedding"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(v.len(), 384);
+        let n: f64 = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!((n - 1.0).abs() < 1e-5, "norm {n}");
+    }
+    let empty = std::env::temp_dir().join(format!("superinfer-embed-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = superinfer(&["embed", "-m", empty.to_str().unwrap(), "-p", "x"]);
+    assert_clean_error(&out, "config.json");
+}

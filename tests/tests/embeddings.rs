@@ -151,6 +151,12 @@ fn minilm_directory_matches_sentence_transformers() {
         let alone = e.embed(&[t], None).unwrap();
         assert_eq!(alone[0], together[k], "{t:?}");
     }
+    // an encoder does not generate
+    let err = e
+        .session(&Default::default())
+        .err()
+        .expect("a session of an encoder");
+    assert!(chain(&err).contains("encoder"), "{}", chain(&err));
     // --no-normalize: the same direction, not unit length
     let raw = e.embed(&some[..1], Some(false)).unwrap();
     let n: f64 = raw[0]

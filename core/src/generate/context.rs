@@ -83,8 +83,15 @@ impl<'m> Context<'m> {
         par: &'m dyn Parallel,
         opts: &ContextOptions,
     ) -> Result<Context<'m>> {
-        let opts = opts.resolve(model)?;
         let c = model.config();
+        if c.arch.is_encoder() {
+            return Err(crate::Error::UnsupportedModel(alloc::format!(
+                "{} is an encoder (sentence embeddings): it does not generate text (embed \
+                 with it: `superinfer embed`, core::embed)",
+                c.arch.name()
+            )));
+        }
+        let opts = opts.resolve(model)?;
         let mut pool = KvPool::new(model.weights(), &opts.pool())?;
         let seq = pool.add_seq();
         let mut scratch = Scratch::new(opts.n_batch);

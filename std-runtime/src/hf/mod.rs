@@ -81,6 +81,14 @@ impl HfModel {
 
     /// The weights file of `dir`: `model.safetensors` (sharded weights are not read yet).
     pub fn weights_path(dir: &Path) -> Result<PathBuf, Error> {
+        let config = dir.join("config.json");
+        if !config.is_file() {
+            return Err(err(
+                &config,
+                "missing: a Hugging Face model directory needs config.json (and a GGUF model \
+                 is a file, not a directory)",
+            ));
+        }
         let p = dir.join("model.safetensors");
         if p.is_file() {
             return Ok(p);

@@ -142,6 +142,13 @@ pub struct Scheduler<'e> {
 impl<'e> Scheduler<'e> {
     pub fn new(engine: &'e Engine, o: &SchedulerOptions) -> Result<Scheduler<'e>, Error> {
         let c = engine.config();
+        if c.arch.is_encoder() {
+            return Err(Error::Usage(format!(
+                "{} is an encoder (sentence embeddings): it does not generate text (use \
+                 `superinfer embed`)",
+                c.arch.name()
+            )));
+        }
         let n_ctx = engine.context_size(o.n_ctx)?;
         if o.n_parallel == 0 {
             return Err(Error::Usage("-np must be at least 1".into()));
