@@ -11,7 +11,7 @@ use crate::parallel::{for_each_range, DisjointSlice, Parallel};
 
 /// Multiply-adds a worker takes at least per chunk (below it the work costs less than
 /// waking the workers).
-const CHUNK_WORK: usize = 1 << 16;
+const CHUNK_WORK: usize = 1 << 14;
 
 /// Slot of an entry without adapters.
 pub const NO_SLOT: u16 = u16::MAX;
@@ -44,9 +44,25 @@ pub struct LoraScratch {
     u: Vec<f32>,
 }
 
+/// One adapter's term over the rows of one set: its pair, scale, the rows
+/// (`LoraScratch::rows[rows]`) and where their `A x` starts in `LoraScratch::u`.
+struct Job<'w> {
+    w: &'w super::LoraWeight,
+    scale: f32,
+    rows: core::ops::Range<usize>,
+    u: usize,
+}
+
+impl Job<'_> {
+    fn u_len(&self) -> usize {
+        self.rows.len() * self.w.rank
+    }
+}
+
 /// `out[t] += Σ scale · B (A x[t])` over the adapters of row `t`'s set, for layer `il`'s
 /// projection `p` and the first `n` rows of `x` (rows of the pair's `n_in`) and `out` (rows
-/// of its `n_out`).
+/// of its `n_out`). Every set's shrinks run in one dispatch, then every expand in one more
+/// (the output columns over the workers; a row's terms added in its set's order).
 #[allow(clippy::too_many_arguments)]
 pub fn add_lora(
     par: &dyn Parallel,
@@ -58,61 +74,95 @@ pub fn add_lora(
     n: usize,
     out: &mut [f32],
 ) {
+    buf.rows.clear();
+    let mut jobs: Vec<Job<'_>> = Vec::new();
+    let mut u_len = 0;
     for (g, set) in lora.sets.iter().enumerate() {
-        let changes = set
+        if !set
             .items()
             .iter()
-            .any(|l| l.adapter.weight(il, p).is_some());
-        if !changes {
+            .any(|l| l.adapter.weight(il, p).is_some())
+        {
             continue;
         }
-        buf.rows.clear();
+        let first = buf.rows.len();
         buf.rows
             .extend((0..n).filter(|&t| lora.slots.get(t) == Some(&(g as u16))));
-        if buf.rows.is_empty() {
+        let rows = first..buf.rows.len();
+        if rows.is_empty() {
             continue;
         }
         for l in set.items() {
-            let Some(w) = l.adapter.weight(il, p) else {
-                continue;
-            };
-            let scale = w.scale(l.adapter.alpha(), l.scale);
-            let (r, m) = (w.rank, buf.rows.len());
-            if buf.u.len() < m * r {
-                buf.u.resize(m * r, 0.0);
+            if let Some(w) = l.adapter.weight(il, p) {
+                let job = Job {
+                    w,
+                    scale: w.scale(l.adapter.alpha(), l.scale),
+                    rows: rows.clone(),
+                    u: u_len,
+                };
+                u_len += job.u_len();
+                jobs.push(job);
             }
-            // shrink: u[i][k] = A[k] · x[rows[i]]
-            let rows = &buf.rows;
-            let us = DisjointSlice::new(&mut buf.u[..m * r]);
-            let min = (CHUNK_WORK / w.n_in.max(1)).max(1);
-            for_each_range(par, m * r, min, &|start, end| {
-                // SAFETY: items start..end of u belong to this chunk only.
-                let u = unsafe { us.piece(start, end - start) };
-                for (o, item) in u.iter_mut().zip(start..end) {
-                    let (i, k) = (item / r, item % r);
-                    let xr = &x[rows[i] * w.n_in..(rows[i] + 1) * w.n_in];
-                    *o = dot(&w.a[k * w.n_in..(k + 1) * w.n_in], xr);
-                }
-            });
-            // expand: out[rows[i]][j] += scale · B[j] · u[i], the columns over the workers
-            let u = &buf.u[..m * r];
-            let n_out = w.n_out;
-            let outs = DisjointSlice::new(&mut out[..n * n_out]);
-            let min = (CHUNK_WORK / (m * r)).max(16);
-            for_each_range(par, n_out, min, &|start, end| {
-                let base = outs.as_mut_ptr();
-                for j in start..end {
-                    let brow = &w.b[j * r..(j + 1) * r];
-                    for (i, &t) in rows.iter().enumerate() {
-                        let add = scale * dot(brow, &u[i * r..(i + 1) * r]);
-                        // SAFETY: column j of every row belongs to this chunk only, and
-                        // t * n_out + j < n * n_out (t < n, j < n_out).
-                        unsafe { *base.add(t * n_out + j) += add };
-                    }
-                }
-            });
         }
     }
+    let Some(j0) = jobs.first() else {
+        return;
+    };
+    let (n_in, n_out) = (j0.w.n_in, j0.w.n_out);
+    if buf.u.len() < u_len {
+        buf.u.resize(u_len, 0.0);
+    }
+    // shrink: u[job.u + i·r + k] = A[k] · x[rows[i]]
+    let rows = &buf.rows;
+    let us = DisjointSlice::new(&mut buf.u[..u_len]);
+    let jobs = &jobs[..];
+    for_each_range(
+        par,
+        u_len,
+        (CHUNK_WORK / n_in.max(1)).max(1),
+        &|start, end| {
+            // SAFETY: entries start..end of u belong to this chunk only.
+            let u = unsafe { us.piece(start, end - start) };
+            let mut j = jobs.partition_point(|j| j.u + j.u_len() <= start);
+            for (o, q) in u.iter_mut().zip(start..end) {
+                while q >= jobs[j].u + jobs[j].u_len() {
+                    j += 1;
+                }
+                let job = &jobs[j];
+                let r = job.w.rank;
+                let (i, k) = ((q - job.u) / r, (q - job.u) % r);
+                let t = rows[job.rows.start + i];
+                *o = dot(
+                    &job.w.a[k * n_in..(k + 1) * n_in],
+                    &x[t * n_in..(t + 1) * n_in],
+                );
+            }
+        },
+    );
+    // expand: out[t][j] += scale · B[j] · u, the columns over the workers
+    let u = &buf.u[..u_len];
+    let outs = DisjointSlice::new(&mut out[..n * n_out]);
+    for_each_range(
+        par,
+        n_out,
+        (CHUNK_WORK / u_len.max(1)).max(16),
+        &|start, end| {
+            let base = outs.as_mut_ptr();
+            for col in start..end {
+                for job in jobs {
+                    let r = job.w.rank;
+                    let brow = &job.w.b[col * r..(col + 1) * r];
+                    for (i, &t) in rows[job.rows.clone()].iter().enumerate() {
+                        let ui = &u[job.u + i * r..job.u + (i + 1) * r];
+                        let add = job.scale * dot(brow, ui);
+                        // SAFETY: column `col` of every row belongs to this chunk only, and
+                        // t * n_out + col < n * n_out (t < n, col < n_out).
+                        unsafe { *base.add(t * n_out + col) += add };
+                    }
+                }
+            }
+        },
+    );
 }
 
 /// `a · b` in one fixed order: eight running sums over the whole blocks, added pairwise,
