@@ -308,3 +308,73 @@ fn bad_adapters_are_typed_errors() {
         Ok(_) => panic!("a truncated adapter was accepted"),
     }
 }
+
+/// Through the scheduler: requests under an adapter and without one share steps and each
+/// gets what a session gets alone; a prompt cached under one adapter set is not taken by a
+/// request under another (the prefix cache is keyed by the set).
+#[test]
+fn scheduler_requests_carry_adapters() {
+    use superinfer_runtime::core::sampler::{Sampler, SamplerConfig};
+    use superinfer_runtime::scheduler::Request;
+    use superinfer_runtime::{Scheduler, SchedulerOptions};
+    let e = &base().engine;
+    let prompt = e
+        .tokenizer()
+        .encode_prompt(
+            "A list of the planets of the solar system, from the Sun outwards: Mercury, Venus,",
+        )
+        .unwrap();
+    let alone = |lora: Option<LoraSet>| {
+        let mut s = e.session(&SessionOptions::with_ctx(128)).unwrap();
+        s.set_lora(lora);
+        let mut sampler = Sampler::new(SamplerConfig::greedy()).unwrap();
+        let mut ids = Vec::new();
+        s.generate(&prompt, 8, &mut sampler, |ev| {
+            ids.push(ev.id);
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+        ids
+    };
+    let r8 = set(&[("r8", 1.0)]);
+    let (want_r8, want_base) = (alone(r8.clone()), alone(None));
+    let mut sched = Scheduler::new(
+        e,
+        &SchedulerOptions {
+            n_parallel: 2,
+            n_ctx: 128,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let submit = |sched: &mut Scheduler<'_>, lora: Option<LoraSet>| {
+        let mut r = Request::greedy(prompt.clone(), 8);
+        r.ignore_eos = true;
+        r.lora = lora;
+        sched.submit(r).unwrap()
+    };
+    let (h1, h2) = (submit(&mut sched, r8.clone()), submit(&mut sched, None));
+    sched.run_until_idle().unwrap();
+    let (got_r8, _, c1) = h1.wait().unwrap();
+    let (got_base, _, _) = h2.wait().unwrap();
+    let same = |a: &[u32], b: &[u32]| {
+        let n = a.len().min(b.len());
+        n > 0 && a[..n] == b[..n]
+    };
+    assert!(same(&got_r8, &want_r8), "{got_r8:?} vs {want_r8:?}");
+    assert!(same(&got_base, &want_base), "{got_base:?} vs {want_base:?}");
+    assert_eq!(c1.cached_tokens, 0);
+    // the prompt's blocks are cached now under both keys; a request under a third set (the
+    // same adapter at another scale) takes none of them, one under r8 takes them
+    let h3 = submit(&mut sched, set(&[("r8", 0.5)]));
+    sched.run_until_idle().unwrap();
+    assert_eq!(h3.wait().unwrap().2.cached_tokens, 0);
+    let h4 = submit(&mut sched, r8);
+    sched.run_until_idle().unwrap();
+    let (got, _, c4) = h4.wait().unwrap();
+    assert!(
+        c4.cached_tokens > 0,
+        "the same adapter set reuses its cached prefix"
+    );
+    assert_eq!(got, got_r8);
+}
