@@ -21,7 +21,10 @@ SPAN = re.compile(r"`([^`\s]+)`")
 PLAIN = re.compile(r"(?<![\w`/.-])((?:[\w.-]+/)*[\w-]+\.(?:rs|md|sh|py|mjs|toml))(?![\w`])")
 # names of files that are made, not tracked (built packages, caches) or live outside the repo
 MADE = {"superinfer.wasm", "superinfer-threads.wasm", "superinfer-relaxed.wasm",
-        "superinfer-relaxed-threads.wasm", "variants.js"}
+        "superinfer-relaxed-threads.wasm", "variants.js",
+        # the files of a Hugging Face model directory, and llama.cpp's own converter
+        "config.json", "tokenizer.json", "vocab.txt", "modules.json", "1_Pooling/config.json",
+        "sentence_bert_config.json", "convert_lora_to_gguf.py", "convert_hf_to_gguf.py"}
 
 
 def tracked():

@@ -1,7 +1,7 @@
 //! LoRA adapters, applied unmerged: a projection `y = W x` of a row whose sequence carries
 //! adapters becomes `y = W x + Σ scale · B (A x)` (llama.cpp's `build_lora_mm`), with the
 //! base product shared by every row of the step and the low-rank term computed per group of
-//! rows that carry the same adapters ([`apply`]).
+//! rows that carry the same adapters (`lora/apply.rs`).
 //!
 //! An adapter is llama.cpp's GGUF LoRA format (`general.type = adapter`, `adapter.type =
 //! lora`, `adapter.lora.alpha`, tensors `<base tensor>.lora_a` / `.lora_b`, as the pinned
