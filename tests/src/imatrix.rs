@@ -50,9 +50,8 @@ pub fn synthetic_imatrix(model_file: &Path, tag: &str) -> PathBuf {
         )
         .unwrap();
     }
-    let mut out = w.finish().unwrap();
-    // llama.cpp reads the data section as every tensor padded to the alignment, the last too
-    out.resize(out.len().next_multiple_of(32), 0);
+    // (the writer pads the last tensor too, as llama.cpp's reader expects)
+    let out = w.finish().unwrap();
     std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
     let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, out).unwrap();

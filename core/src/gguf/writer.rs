@@ -279,6 +279,10 @@ impl GgufWriter {
             out.resize(off as usize, 0);
             out.extend_from_slice(data);
         }
+        // every tensor is padded to the alignment, the last too: ggml reads the data section
+        // as the padded sizes' sum and refuses a file that ends before it
+        let end = (out.len() as u64).div_ceil(self.alignment) * self.alignment;
+        out.resize(end as usize, 0);
         Ok(out)
     }
 }
