@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use superinfer_tests::one_error;
 use superinfer_tests::synth::{self, Spec};
 
 fn superinfer(args: &[&str]) -> Output {
@@ -21,22 +22,6 @@ fn ok(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// One `error:` line, no panic, mentioning `needle`.
-fn one_error(out: &Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure; stderr: {stderr}");
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("internal error"),
-        "{stderr}"
-    );
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "want one error line, got: {stderr}");
-    assert!(
-        lines[0].starts_with("error:") && lines[0].contains(needle),
-        "'{needle}' not in: {stderr}"
-    );
 }
 
 fn fresh_dir(tag: &str) -> PathBuf {

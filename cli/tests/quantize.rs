@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use superinfer_runtime::core::quant::GgmlType;
+use superinfer_tests::one_error;
 use superinfer_tests::synth::{self, Spec};
 
 fn superinfer(args: &[&str]) -> Output {
@@ -29,22 +30,6 @@ fn model(tag: &str, weight_type: GgmlType) -> PathBuf {
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("superinfer-q-{}-{name}", std::process::id()))
-}
-
-/// One `error:` line, no panic, mentioning `needle`.
-fn one_error(out: &Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure; stderr: {stderr}");
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("internal error"),
-        "{stderr}"
-    );
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "want one error line, got: {stderr}");
-    assert!(
-        lines[0].starts_with("error:") && lines[0].contains(needle),
-        "'{needle}' not in: {stderr}"
-    );
 }
 
 #[test]

@@ -167,3 +167,20 @@ pub fn require_vocab_dir() -> PathBuf {
     );
     d
 }
+
+/// A command that failed cleanly: a non-zero exit and one `error:` line on stderr mentioning
+/// `needle`, no panic (what the CLI's bad-input tests assert).
+pub fn one_error(out: &std::process::Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure; stderr: {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "want one error line, got: {stderr}");
+    assert!(
+        lines[0].starts_with("error:") && lines[0].contains(needle),
+        "'{needle}' not in: {stderr}"
+    );
+}
